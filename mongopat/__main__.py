@@ -1,0 +1,3 @@
+from mongopat.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Measuring collections: streaming inference, bounded sketches, time profiles, drift, references."""

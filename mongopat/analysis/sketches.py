@@ -1,0 +1,267 @@
+"""Bounded-memory summaries of streams: value distributions and distinct counts.
+
+Both are exact while the data is small and switch to a bounded approximation past a limit, so memory
+depends on the limit and never on the number of documents read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from itertools import compress
+
+# Percentiles use the nearest-rank definition: the smallest value v such that at least p% of the values
+# are <= v. It always returns a value that was observed (exact mode), which keeps small samples honest.
+PERCENTILES = (50, 95, 99)
+
+
+class Distribution:
+    """Counts of numeric values (array lengths, document sizes).
+
+    Exact (a counter of values) while at most ``exact_limit`` distinct values have been seen; after that,
+    values fall into logarithmic buckets whose relative error is ``relative_error`` (1% by default), so
+    percentiles stay within 1% of the truth with at most a few thousand buckets.
+    """
+
+    __slots__ = ("counts", "exact", "n", "total", "minimum", "maximum", "exact_limit", "_gamma_log")
+
+    def __init__(self, exact_limit: int = 4096, relative_error: float = 0.01) -> None:
+        self.counts: Counter[float] = Counter()
+        self.exact = True
+        self.n = 0
+        self.total = 0.0
+        self.minimum: float | None = None
+        self.maximum: float | None = None
+        self.exact_limit = exact_limit
+        gamma = (1 + relative_error) / (1 - relative_error)
+        self._gamma_log = math.log(gamma)
+
+    def add_many(self, values: list[int] | list[float]) -> None:
+        if not values:
+            return
+        low, high = min(values), max(values)
+        self.minimum = low if self.minimum is None else min(self.minimum, low)
+        self.maximum = high if self.maximum is None else max(self.maximum, high)
+        self.n += len(values)
+        self.total += sum(values)
+        if self.exact:
+            self.counts.update(values)
+            if len(self.counts) > self.exact_limit:
+                self._to_buckets()
+        else:
+            self.counts.update(map(self._bucket, values))
+
+    def add(self, value: float) -> None:
+        self.add_many([value])
+
+    def merge(self, other: Distribution) -> None:
+        if other.n == 0:
+            return
+        if other.exact:
+            values = other.counts
+            self.minimum = other.minimum if self.minimum is None else min(self.minimum, other.minimum)
+            self.maximum = other.maximum if self.maximum is None else max(self.maximum, other.maximum)
+            self.n += other.n
+            self.total += other.total
+            if self.exact:
+                self.counts.update(values)
+                if len(self.counts) > self.exact_limit:
+                    self._to_buckets()
+            else:
+                for value, count in values.items():
+                    self.counts[self._bucket(value)] += count
+            return
+        if self.exact:
+            self._to_buckets()
+        self.minimum = other.minimum if self.minimum is None else min(self.minimum, other.minimum)
+        self.maximum = other.maximum if self.maximum is None else max(self.maximum, other.maximum)
+        self.n += other.n
+        self.total += other.total
+        self.counts.update(other.counts)
+
+    # Buckets are keyed by a signed index; 0 holds values within (-1, 1).
+    def _bucket(self, value: float) -> int:
+        if -1 < value < 1:
+            return 0
+        index = int(math.ceil(math.log(abs(value)) / self._gamma_log)) + 1
+        return index if value > 0 else -index
+
+    def _representative(self, bucket: int) -> float:
+        if bucket == 0:
+            return 0.0
+        magnitude = abs(bucket) - 1
+        # Midpoint (in log space) of the bucket's range.
+        value = math.exp((magnitude - 0.5) * self._gamma_log)
+        return value if bucket > 0 else -value
+
+    def _to_buckets(self) -> None:
+        buckets: Counter[float] = Counter()
+        for value, count in self.counts.items():
+            buckets[self._bucket(value)] += count
+        self.counts = buckets
+        self.exact = False
+
+    def _sorted_points(self) -> list[tuple[float, int]]:
+        if self.exact:
+            return sorted(self.counts.items())
+        return sorted((self._representative(b), c) for b, c in self.counts.items())
+
+    def percentile(self, p: float) -> float | None:
+        if self.n == 0:
+            return None
+        rank = max(1, math.ceil(p / 100 * self.n))
+        seen = 0
+        for value, count in self._sorted_points():
+            seen += count
+            if seen >= rank:
+                return self._clamp(value)
+        return self.maximum
+
+    def _clamp(self, value: float) -> float:
+        assert self.minimum is not None and self.maximum is not None
+        return min(max(value, self.minimum), self.maximum)
+
+    def count_above(self, threshold: float) -> int:
+        return sum(c for v, c in self._sorted_points() if v > threshold)
+
+    def histogram(self, bounds: Iterable[float]) -> list[dict[str, float | int | None]]:
+        """Counts per bin: each bin holds values ``<= le`` and above the previous bound; a last open bin."""
+        points = self._sorted_points()
+        bins: list[dict[str, float | int | None]] = []
+        index = 0
+        for bound in bounds:
+            count = 0
+            while index < len(points) and points[index][0] <= bound:
+                count += points[index][1]
+                index += 1
+            bins.append({"le": bound, "count": count})
+            if self.maximum is not None and bound >= self.maximum:
+                break
+        rest = sum(c for _, c in points[index:])
+        if rest:
+            bins.append({"le": None, "count": rest})
+        return bins
+
+    def summary(self) -> dict[str, float | int | bool | None]:
+        if self.n == 0:
+            return {"count": 0, "min": None, "mean": None, "p50": None, "p95": None, "p99": None, "max": None}
+        out: dict[str, float | int | bool | None] = {
+            "count": self.n,
+            "min": _tidy(self.minimum),
+            "mean": round(self.total / self.n, 2),
+        }
+        for p in PERCENTILES:
+            out[f"p{p}"] = _tidy(self.percentile(p))
+        out["max"] = _tidy(self.maximum)
+        out["exact"] = self.exact
+        return out
+
+
+def _tidy(value: float | None) -> float | int | None:
+    if value is None:
+        return None
+    if float(value).is_integer():
+        return int(value)
+    return round(value, 2)
+
+
+_MIX = 0x9E3779B97F4A7C15
+_MASK64 = (1 << 64) - 1
+
+
+def _threshold(level: int) -> int:
+    return 1 << (64 - level)
+
+
+def _spread(value: object) -> int:
+    # Python's hash of small ints is the int itself: multiply by a 64-bit odd constant (Fibonacci
+    # hashing) and sample on the product's high bits, which depend on all bits of the hash.
+    return (hash(value) * _MIX) & _MASK64
+
+
+def _sampled(values: list[object], level: int) -> Iterable[object]:
+    """The values whose spread hash is below the level's threshold, filtered at C speed."""
+    keep = _threshold(level).__gt__
+    spread = map(_MASK64.__and__, map(_MIX.__mul__, map(hash, values)))
+    return compress(values, map(keep, spread))
+
+
+class DistinctCounter:
+    """Distinct values of a field: exact up to ``limit`` values, estimated past it.
+
+    Past the limit it keeps only values whose spread hash has its lowest ``level`` bits at zero (adaptive
+    sampling): the kept set is a uniform 1/2**level sample of the distinct values, so the estimate is
+    ``len(kept) * 2**level`` (standard error about 1/sqrt(limit/2)), and membership is still exact for any
+    value whose hash passes the same filter, which references between collections rely on.
+    Counts per value are kept while at most ``top_limit`` distinct values have been seen, for top values.
+    """
+
+    __slots__ = ("values", "level", "limit", "top_limit", "counts", "unhashable")
+
+    def __init__(self, limit: int = 10_000, top_limit: int = 200) -> None:
+        self.values: set[object] = set()
+        self.level = 0
+        self.limit = limit
+        self.top_limit = top_limit
+        self.counts: Counter[object] | None = Counter()
+        self.unhashable = 0
+
+    @property
+    def exact(self) -> bool:
+        return self.level == 0
+
+    def add_many(self, values: list[object]) -> None:
+        if self.counts is not None:
+            try:
+                self.counts.update(values)
+            except TypeError:
+                values = self._hashable(values)
+                self.counts.update(values)
+            if len(self.counts) > self.top_limit:
+                self.counts = None
+        if self.level == 0:
+            try:
+                self.values.update(values)
+            except TypeError:
+                self.values.update(self._hashable(values))
+            if len(self.values) > self.limit:
+                self._raise_level()
+        else:
+            try:
+                self.values.update(_sampled(values, self.level))
+            except TypeError:
+                self.values.update(_sampled(self._hashable(values), self.level))
+            if len(self.values) > self.limit:
+                self._raise_level()
+
+    def _hashable(self, values: list[object]) -> list[object]:
+        kept = []
+        for value in values:
+            try:
+                hash(value)
+            except TypeError:
+                self.unhashable += 1
+                continue
+            kept.append(value)
+        return kept
+
+    def _raise_level(self) -> None:
+        while len(self.values) > self.limit:
+            self.level += 1
+            self.values = set(_sampled(list(self.values), self.level))
+
+    def estimate(self) -> int:
+        return len(self.values) << self.level
+
+    def passes_filter(self, value: object) -> bool:
+        """True when membership of ``value`` can be decided exactly from the kept values."""
+        return self.level == 0 or _spread(value) < _threshold(self.level)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.values
+
+    def top(self, n: int = 10) -> list[tuple[object, int]] | None:
+        if self.counts is None:
+            return None
+        return self.counts.most_common(n)

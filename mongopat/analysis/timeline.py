@@ -1,0 +1,125 @@
+"""Insert-rate profiles from ObjectId timestamps and date fields.
+
+Counts are kept per hour, and per minute and per second while their number of buckets stays under a
+bound (``bucket_limit``), so memory is bounded whatever the time span. When the documents are a sample,
+counts are scaled by ``estimated total / sampled`` and only averages and hourly figures are reported:
+per-second peaks cannot be read off a sample.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections import Counter
+
+from bson import ObjectId
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_UTC_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+TIMELINE_POINTS = 48
+
+
+def date_to_epoch(value: datetime.datetime) -> float:
+    if value.tzinfo is None:
+        return (value - _EPOCH).total_seconds()
+    return (value - _UTC_EPOCH).total_seconds()
+
+
+def objectid_epoch(oid: ObjectId) -> int:
+    return int.from_bytes(oid.binary[:4], "big")
+
+
+def iso(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TimeProfile:
+    """When the documents of a collection were created, according to one field."""
+
+    __slots__ = (
+        "field",
+        "kind",
+        "n",
+        "first",
+        "last",
+        "per_second",
+        "per_minute",
+        "per_hour",
+        "bucket_limit",
+    )
+
+    def __init__(self, field: str, kind: str, bucket_limit: int = 100_000) -> None:
+        self.field = field
+        self.kind = kind
+        self.n = 0
+        self.first: float | None = None
+        self.last: float | None = None
+        self.per_second: Counter[int] | None = Counter()
+        self.per_minute: Counter[int] | None = Counter()
+        self.per_hour: Counter[int] = Counter()
+        self.bucket_limit = bucket_limit
+
+    def add_many(self, epochs: list[float]) -> None:
+        if not epochs:
+            return
+        low, high = min(epochs), max(epochs)
+        self.first = low if self.first is None else min(self.first, low)
+        self.last = high if self.last is None else max(self.last, high)
+        self.n += len(epochs)
+        seconds = [int(e // 1) for e in epochs]
+        if self.per_second is not None:
+            self.per_second.update(seconds)
+            if len(self.per_second) > self.bucket_limit:
+                self.per_second = None
+        if self.per_minute is not None:
+            self.per_minute.update(s // 60 for s in seconds)
+            if len(self.per_minute) > self.bucket_limit:
+                self.per_minute = None
+        self.per_hour.update(s // 3600 for s in seconds)
+
+    def to_dict(self, scale: float = 1.0) -> dict:
+        assert self.first is not None and self.last is not None
+        span = self.last - self.first
+        estimated = self.n * scale
+        sampled = scale != 1.0
+        out: dict = {
+            "field": self.field,
+            "kind": self.kind,
+            "documents": self.n,
+            "estimated_documents": round(estimated),
+            "first": iso(self.first),
+            "last": iso(self.last),
+            "span_seconds": round(span, 3),
+            "avg_per_sec": round(estimated / span, 4) if span > 0 else None,
+            "avg_per_hour": round(estimated / span * 3600, 2) if span > 0 else None,
+            "peak_per_second": None,
+            "peak_per_minute": None,
+            "peak_per_hour": round(max(self.per_hour.values()) * scale) if self.per_hour else None,
+            "scaled": sampled,
+            "timeline": self._timeline(scale),
+        }
+        if not sampled:
+            if self.per_second:
+                out["peak_per_second"] = max(self.per_second.values())
+            if self.per_minute:
+                out["peak_per_minute"] = max(self.per_minute.values())
+        return out
+
+    def _timeline(self, scale: float) -> list[dict]:
+        """At most TIMELINE_POINTS evenly spaced points covering the span, from the hourly counts."""
+        if not self.per_hour:
+            return []
+        first_hour, last_hour = min(self.per_hour), max(self.per_hour)
+        hours = last_hour - first_hour + 1
+        width = max(1, -(-hours // TIMELINE_POINTS))
+        points: Counter[int] = Counter()
+        for hour, count in self.per_hour.items():
+            points[(hour - first_hour) // width] += count
+        return [
+            {
+                "start": iso((first_hour + index * width) * 3600),
+                "hours": width,
+                "count": round(points[index] * scale),
+            }
+            for index in range(-(-hours // width))
+        ]

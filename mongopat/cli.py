@@ -1,0 +1,264 @@
+"""The ``mongopat`` command line: a thin typer layer over :mod:`mongopat.command`.
+
+Exit codes: 0 ok, 1 findings or a failed operation, 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from pymongo.errors import PyMongoError
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from mongopat import __version__, command
+from mongopat.analysis.collection import AnalyzeOptions
+from mongopat.errors import EXIT_USAGE, MongopatError
+from mongopat.render.console import print_report
+from mongopat.report import write_report
+from mongopat.sources import SourceSpec
+from mongopat.sources.mongo import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS, describe_error
+
+app = typer.Typer(
+    name="mongopat",
+    help=(
+        "Schema advisor and migration tool for MongoDB.\n\n"
+        "Examples:\n\n"
+        "  mongopat analyze --dump ./export\n\n"
+        "  mongopat analyze --uri mongodb://localhost:27017/shop --format json --output report.json"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class State:
+    quiet = False
+    verbose = False
+    no_color = "NO_COLOR" in os.environ
+
+    @classmethod
+    def stdout(cls) -> Console:
+        # Piped or captured output gets a width that fits the tables (rich would assume 80 columns).
+        width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "120"))
+        return Console(no_color=cls.no_color, highlight=False, soft_wrap=False, width=width)
+
+    @classmethod
+    def stderr(cls) -> Console:
+        return Console(stderr=True, no_color=cls.no_color, highlight=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mongopat {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only results and errors: no progress, no notes.")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Print notes on how each figure was obtained.")
+    ] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colours (NO_COLOR is honoured too).")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    State.quiet = quiet
+    State.verbose = verbose and not quiet
+    State.no_color = State.no_color or no_color
+
+
+def fail(error: MongopatError) -> typer.Exit:
+    console = State.stderr()
+    console.print("[bold red]error:[/] ", markup=True, end="")
+    console.print(error.message, markup=False, highlight=False, soft_wrap=True)
+    if error.hint:
+        console.print(f"  hint: {error.hint}", markup=False, highlight=False, soft_wrap=True)
+    return typer.Exit(error.exit_code)
+
+
+def run(action: Callable[[], int | None], uri: str | None = None) -> None:
+    """Run a command body; turn every expected failure into a message and its exit code."""
+    try:
+        code = action()
+    except MongopatError as error:
+        raise fail(error) from None
+    except PyMongoError as error:
+        raise fail(describe_error(error, uri)) from None
+    except KeyboardInterrupt:
+        State.stderr().print("interrupted")
+        raise typer.Exit(130) from None
+    if code:
+        raise typer.Exit(code)
+
+
+# -- shared options ------------------------------------------------------------------------------
+
+UriOption = Annotated[
+    str | None,
+    typer.Option(
+        "--uri",
+        envvar="MONGOPAT_URI",
+        show_envvar=True,
+        help="mongodb:// or mongodb+srv:// URI (mongomock:// for tests).",
+    ),
+]
+DumpOption = Annotated[
+    str | None,
+    typer.Option("--dump", help="Folder of mongoexport .json and/or mongodump .bson files: no server needed."),
+]
+DbOption = Annotated[str | None, typer.Option("--db", help="Database name, when the URI or folder does not say.")]
+CollectionOption = Annotated[
+    list[str] | None,
+    typer.Option("--collection", "-c", help="Collection to read (repeatable); default: all."),
+]
+TimeoutOption = Annotated[int, typer.Option("--timeout-ms", help="How long to wait for an unreachable server.", min=1)]
+MaxTimeOption = Annotated[int, typer.Option("--max-time-ms", help="maxTimeMS sent with every server command.", min=1)]
+ReadPrefOption = Annotated[
+    str,
+    typer.Option("--read-preference", help="primary, primaryPreferred, secondary, secondaryPreferred, nearest."),
+]
+FormatOption = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors.")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Notes on how each figure was obtained.")]
+
+
+def apply_output_flags(quiet: bool, verbose: bool) -> None:
+    """--quiet/--verbose are accepted before and after the subcommand alike."""
+    State.quiet = State.quiet or quiet
+    State.verbose = (State.verbose or verbose) and not State.quiet
+
+
+def source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference, seed: int = 0) -> SourceSpec:
+    return SourceSpec(
+        uri=uri,
+        dump=dump,
+        db=db,
+        timeout_ms=timeout_ms,
+        max_time_ms=max_time_ms,
+        read_preference=read_preference,
+        seed=seed,
+    )
+
+
+def _check_format(value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise MongopatError(f"unknown --format {value!r}", hint=f"one of {', '.join(allowed)}")
+
+
+def progress_factory(total_hint: Callable[[str], int | None] | None = None):
+    """A rich progress bar per collection on stderr, shown only on a terminal and without --quiet."""
+    console = State.stderr()
+    if State.quiet or not console.is_terminal:
+        return None, None
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("docs"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+    def start(name: str, expected: int | None) -> Callable[[int], None]:
+        task = progress.add_task(name, total=expected)
+
+        def update(done: int) -> None:
+            progress.update(task, completed=done)
+
+        return update
+
+    return progress, start
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  mongopat analyze --dump ./export\n\n"
+        "  mongopat analyze --uri mongodb://user@host/shop -c orders --sample 5000\n\n"
+        "  mongopat analyze --dump ./export --format json --output report.json"
+    )
+)
+def analyze(
+    uri: UriOption = None,
+    dump: DumpOption = None,
+    db: DbOption = None,
+    collection: CollectionOption = None,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample",
+            help="Documents to read per collection (server default 1000 with $sample; dumps: all).",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed for sampling dump files.")] = 0,
+    distinct_limit: Annotated[
+        int,
+        typer.Option("--distinct-limit", help="Distinct values counted exactly per field before estimating.", min=100),
+    ] = 10_000,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the JSON report to this file.")] = None,
+    format: FormatOption = "table",
+    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
+    max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
+    read_preference: ReadPrefOption = "secondaryPreferred",
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Sample collections and measure fields, types, arrays, sizes, insert rates, drift, references and indexes."""
+    apply_output_flags(quiet, verbose)
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference, seed)
+        options = AnalyzeOptions(sample_size=sample, distinct_limit=distinct_limit)
+        progress, start = progress_factory()
+        if progress is not None:
+            with progress:
+                report = command.analyze(spec, collection, options, start)
+        else:
+            report = command.analyze(spec, collection, options)
+        if output:
+            write_report(report, output)
+        if format == "json":
+            emit_json(report)
+        elif not State.quiet or not output:
+            print_report(report, State.stdout(), verbose=State.verbose)
+        if output and not State.quiet:
+            State.stderr().print(f"report written to {output}")
+        return 0
+
+    run(body, uri)
+
+
+def main() -> None:
+    try:
+        app()
+    except MongopatError as error:  # raised outside a command body (should not happen, but never a traceback)
+        State.stderr().print(f"error: {error.message}")
+        sys.exit(EXIT_USAGE)

@@ -1,0 +1,198 @@
+"""Rich tables of an analysis report, for people. Reads only the report dict (never a live source)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+BAR_WIDTH = 6
+
+
+def bar(share: float | None, width: int = BAR_WIDTH) -> Text:
+    if share is None:
+        return Text("")
+    filled = round(max(0.0, min(1.0, share)) * width)
+    text = Text("█" * filled, style="green")
+    text.append("░" * (width - filled), style="dim")
+    text.append(f" {share * 100:3.0f}%")
+    return text
+
+
+def human_bytes(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return str(value)
+
+
+def human_number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.2f}"
+    return f"{int(value):,}"
+
+
+def human_rate(per_second: float) -> str:
+    for unit, factor in (("s", 1), ("min", 60), ("h", 3600), ("day", 86400)):
+        value = per_second * factor
+        if value >= 1 or unit == "day":
+            return f"{value:,.1f}/{unit}"
+    return f"{per_second:.3g}/s"
+
+
+def _types(types: list[dict[str, Any]]) -> str:
+    return " · ".join(f"{t['type']} {t['share'] * 100:.0f}%" for t in types[:3]) + (" …" if len(types) > 3 else "")
+
+
+def _cardinality(card: dict[str, Any] | None) -> str:
+    if not card:
+        return ""
+    text = f"{card['distinct']:,}" if card["exact"] else f"~{card['distinct']:,}"
+    if card.get("top"):
+        text += "  " + ", ".join(str(item["value"])[:16] for item in card["top"][:3])
+    return text
+
+
+def _array(array: dict[str, Any] | None) -> str:
+    if not array:
+        return ""
+    return f"{array['p50']}/{array['p95']}/{array['p99']}/{array['max']}"
+
+
+def collection_view(collection: dict[str, Any], verbose: bool = False) -> Group:
+    parts: list[Any] = []
+    sampling = collection["sampling"]
+    count = collection["count"]
+    header = Text(collection["name"], style="bold cyan")
+    header.append(
+        f"  {human_number(count)} documents" + ("" if collection["count_exact"] else " (estimated)"), style=""
+    )
+    header.append(f"  · read {sampling['documents']:,} ({sampling['method']})", style="dim")
+    parts.append(header)
+    for note in collection["notes"] if verbose else []:
+        parts.append(Text(f"  note: {note}", style="dim"))
+    size = collection["document_size"]
+    if size["count"]:
+        line = Text("  document size  ")
+        line.append(
+            f"min {human_bytes(size['min'])} · p50 {human_bytes(size['p50'])} · p95 {human_bytes(size['p95'])}"
+            f" · p99 {human_bytes(size['p99'])} · max {human_bytes(size['max'])}"
+        )
+        big = size["over_1mb"]
+        if big:
+            line.append(
+                f"  {big} over 1 MiB, {size['over_8mb']} over 8 MiB, {size['over_16mb']} over 16 MiB",
+                style="yellow",
+            )
+        parts.append(line)
+        storage = collection["storage"]
+        if storage["storage_bytes"] is not None:
+            parts.append(
+                Text(
+                    f"  storage {human_bytes(storage['storage_bytes'])} · data {human_bytes(storage['size_bytes'])}"
+                    f" · indexes {human_bytes(storage['index_bytes'])}",
+                    style="dim",
+                )
+            )
+    fields = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    longest = max((len(f["path"]) + 2 * (f["depth"] - 1) for f in collection["fields"]), default=5)
+    fields.add_column("field", overflow="fold", min_width=min(40, longest))
+    fields.add_column("presence", no_wrap=True)
+    fields.add_column("types", no_wrap=True, overflow="ellipsis")
+    fields.add_column("distinct", justify="right", no_wrap=True, overflow="ellipsis", max_width=28)
+    has_arrays = any(f["array"] for f in collection["fields"])
+    if has_arrays:
+        fields.add_column("array p50/p95/p99/max", justify="right", no_wrap=True)
+    for field in collection["fields"]:
+        row = [
+            Text("  " * (field["depth"] - 1) + field["path"]),
+            bar(field["presence"]),
+            _types(field["types"]),
+            _cardinality(field["cardinality"]),
+        ]
+        if has_arrays:
+            row.append(_array(field["array"]))
+        fields.add_row(*row)
+    if collection["fields"]:
+        parts.append(fields)
+    for profile in collection["time"]:
+        rate = profile["avg_per_sec"]
+        line = Text(f"  inserts by {profile['field']}: ", style="")
+        line.append(f"{profile['first']} → {profile['last']}")
+        if rate is not None:
+            line.append(f" · avg {human_rate(rate)}")
+        if profile["peak_per_second"] is not None:
+            line.append(f" · peak {profile['peak_per_second']:,}/s, {profile['peak_per_minute']:,}/min")
+        if profile["peak_per_hour"] is not None:
+            line.append(
+                f" · peak {profile['peak_per_hour']:,}/h" + (" (scaled from sample)" if profile["scaled"] else "")
+            )
+        parts.append(line)
+    drift = collection["drift"]
+    for item in drift["appeared"]:
+        parts.append(
+            Text(
+                f"  field {item['field']} appeared at {item['first_seen']} ({item['documents']:,} documents)",
+                style="yellow",
+            )
+        )
+    for item in drift["vanished"]:
+        parts.append(
+            Text(
+                f"  field {item['field']} last seen at {item['last_seen']} ({item['documents']:,} documents)",
+                style="yellow",
+            )
+        )
+    for ref in collection["references"]:
+        parts.append(
+            Text(
+                f"  {ref['field']} → {ref['target']}._id ({ref['matched']}/{ref['checked']} matched)",
+                style="magenta",
+            )
+        )
+    if collection["indexes"]:
+        names = []
+        for index in collection["indexes"]:
+            usage = index["usage"]
+            names.append(index["name"] + (f" ({usage['ops']:,} ops)" if usage else ""))
+        parts.append(Text("  indexes: " + ", ".join(names), style="dim"))
+    return Group(*parts)
+
+
+def print_report(report: dict[str, Any], console: Console, verbose: bool = False) -> None:
+    source = report["source"]
+    console.print(Text(f"{source['kind']} {source['location']} · database {source['database']}", style="bold"))
+    summary = Table(title=None, header_style="bold")
+    summary.add_column("collection")
+    summary.add_column("documents", justify="right")
+    summary.add_column("read", justify="right")
+    summary.add_column("fields", justify="right")
+    summary.add_column("doc p50", justify="right")
+    summary.add_column("doc max", justify="right")
+    summary.add_column("largest array (max)", justify="right")
+    for collection in report["collections"]:
+        arrays = [f for f in collection["fields"] if f["array"]]
+        widest = max(arrays, key=lambda f: f["array"]["max"], default=None)
+        size = collection["document_size"]
+        summary.add_row(
+            collection["name"],
+            human_number(collection["count"]),
+            f"{collection['sampling']['documents']:,}",
+            str(len(collection["fields"])),
+            human_bytes(size["p50"]),
+            human_bytes(size["max"]),
+            f"{widest['path']} ({widest['array']['max']:,})" if widest else "-",
+        )
+    console.print(summary)
+    for collection in report["collections"]:
+        console.print()
+        console.print(collection_view(collection, verbose))
+    for note in report.get("notes", []):
+        console.print(Text(f"note: {note}", style="dim"))

@@ -1,0 +1,111 @@
+"""What every data source offers to the analysis: one interface, one implementation per backend."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CollectionStats:
+    count: int | None = None
+    count_exact: bool = False
+    size_bytes: int | None = None
+    storage_bytes: int | None = None
+    avg_document_bytes: float | None = None
+    index_bytes: int | None = None
+    sharded: bool = False
+    shard_key: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IndexInfo:
+    name: str
+    key: list[tuple[str, Any]]
+    unique: bool = False
+    sparse: bool = False
+    ttl_seconds: int | None = None
+    partial: dict[str, Any] | None = None
+    usage_ops: int | None = None
+    usage_since: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "key": [[name, direction] for name, direction in self.key],
+            "unique": self.unique,
+            "sparse": self.sparse,
+            "ttl_seconds": self.ttl_seconds,
+            "partial": self.partial,
+            "usage": None if self.usage_ops is None else {"ops": self.usage_ops, "since": self.usage_since},
+        }
+
+
+@dataclass
+class Sampling:
+    """How a collection's documents were chosen; recorded in the report."""
+
+    method: str  # "$sample", "scan", "file", "file-reservoir"
+    requested: int | None
+    note: str = ""
+    documents: int = 0
+    # True when the documents come in insertion (natural) order, so position can stand in for time.
+    natural_order: bool = False
+    # Every document of the collection was read (sketches hold all of it).
+    complete: bool = False
+
+
+class DocumentStream:
+    """An iterator of ``(document, bson_size)`` with the :class:`Sampling` that produced it.
+
+    With ``decoded=False`` a source may yield documents that still hold Extended JSON wrappers, with
+    a size of None: the caller decodes them (see ``analysis.schema.walk_document``) and measures them.
+    """
+
+    def __init__(self, sampling: Sampling, documents: Iterator[tuple[dict[str, Any], int | None]]) -> None:
+        self.sampling = sampling
+        self._documents = documents
+
+    def __iter__(self) -> Iterator[tuple[dict[str, Any], int | None]]:
+        for item in self._documents:
+            self.sampling.documents += 1
+            yield item
+
+
+class Source(ABC):
+    """A database to read: a live deployment (pymongo, mongomock) or a dump folder."""
+
+    kind: str
+    location: str  # safe to print: passwords removed
+    database: str
+
+    @abstractmethod
+    def collections(self) -> list[str]:
+        """Names of the non-system collections, sorted."""
+
+    @abstractmethod
+    def stats(self, name: str) -> CollectionStats: ...
+
+    @abstractmethod
+    def indexes(self, name: str) -> tuple[list[IndexInfo], list[str]]:
+        """The indexes, and notes on what could not be read."""
+
+    @abstractmethod
+    def documents(self, name: str, sample_size: int | None, decoded: bool = True) -> DocumentStream:
+        """Documents to analyse; ``sample_size`` None means the source's default."""
+
+    @abstractmethod
+    def count_existing_ids(self, name: str, values: list[Any]) -> int | None:
+        """How many of ``values`` are ``_id``s in collection ``name``; None when it cannot tell."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,398 @@
+"""A dump folder as a database: mongoexport ``.json`` and mongodump ``.bson`` files, each a collection.
+
+Files are streamed: a document at a time, never a whole file in memory. ``.gz`` variants (``mongodump
+--gzip``) are read the same way. Indexes come from ``<collection>.metadata.json`` when present.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import bson
+from bson.errors import BSONError
+
+from mongopat.errors import InputError, SourceError
+from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
+from mongopat.sources.extjson import ExtendedJSONError, JSONDecodeError, decode_document, decode_value, loads
+
+JSON_SUFFIXES = (".json", ".json.gz")
+BSON_SUFFIXES = (".bson", ".bson.gz")
+METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
+# Largest document a server accepts, plus headroom for what mongodump may hold (16 MiB + 16 KiB).
+MAX_BSON_DOCUMENT = 16 * 1024 * 1024 + 16 * 1024
+_ARRAY_CHUNK = 1 << 20
+
+
+def _open(path: Path) -> IO[bytes]:
+    try:
+        return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
+    except OSError as exc:
+        raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _strip_suffix(name: str, suffixes: tuple[str, ...]) -> str | None:
+    for suffix in suffixes:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+def _has_collection_files(folder: Path) -> bool:
+    return any(_collection_name(entry.name) is not None for entry in folder.iterdir() if entry.is_file())
+
+
+def _collection_name(filename: str) -> str | None:
+    if _strip_suffix(filename, METADATA_SUFFIXES) is not None:
+        return None
+    return _strip_suffix(filename, JSON_SUFFIXES + BSON_SUFFIXES)
+
+
+def resolve_dump_folder(path: Path, database: str | None) -> tuple[Path, str]:
+    """The folder holding the collection files and the database name it stands for.
+
+    ``mongodump`` writes ``dump/<db>/<coll>.bson``: pointing at ``dump/`` works when it holds one
+    database or when ``--db`` names one.
+    """
+    if not path.exists():
+        raise SourceError(f"dump folder not found: {path}")
+    if not path.is_dir():
+        raise SourceError(f"--dump expects a folder, got a file: {path}")
+    try:
+        if _has_collection_files(path):
+            return path, database or path.resolve().name
+        databases = sorted(p.name for p in path.iterdir() if p.is_dir() and _has_collection_files(p))
+    except PermissionError as exc:
+        raise SourceError(f"cannot read dump folder {path}: {exc.strerror}") from None
+    if database:
+        if database in databases:
+            return path / database, database
+        raise SourceError(
+            f"database {database!r} not found in {path}",
+            hint=f"folders with collections: {', '.join(databases) or 'none'}",
+        )
+    if len(databases) == 1:
+        return path / databases[0], databases[0]
+    if not databases:
+        raise SourceError(
+            f"no collection files in {path}",
+            hint="expected <collection>.json (mongoexport) or <collection>.bson (mongodump) files",
+        )
+    raise SourceError(f"{path} holds several databases ({', '.join(databases)})", hint="choose one with --db")
+
+
+class DumpSource(Source):
+    kind = "dump"
+
+    def __init__(self, path: str | Path, database: str | None = None, seed: int = 0) -> None:
+        self.folder, self.database = resolve_dump_folder(Path(path), database)
+        self.location = str(Path(path))
+        self.seed = seed
+        self._files: dict[str, Path] = {}
+        self._metadata: dict[str, Path] = {}
+        for entry in sorted(self.folder.iterdir()):
+            if not entry.is_file():
+                continue
+            meta = _strip_suffix(entry.name, METADATA_SUFFIXES)
+            if meta is not None:
+                self._metadata[meta] = entry
+                continue
+            name = _collection_name(entry.name)
+            if name is None or name.startswith("system."):
+                continue
+            # mongodump's BSON is lossless; prefer it when both forms exist.
+            if name not in self._files or entry.name.endswith(BSON_SUFFIXES):
+                self._files[name] = entry
+        self._counts: dict[str, int] = {}
+
+    def collections(self) -> list[str]:
+        return sorted(self._files)
+
+    def file_of(self, name: str) -> Path:
+        try:
+            return self._files[name]
+        except KeyError:
+            raise InputError(
+                f"collection {name!r} not found in {self.folder}",
+                hint=f"collections: {', '.join(self.collections()) or 'none'}",
+            ) from None
+
+    def stats(self, name: str) -> CollectionStats:
+        path = self.file_of(name)
+        stats = CollectionStats(size_bytes=None)
+        if name in self._counts:
+            stats.count, stats.count_exact = self._counts[name], True
+        stats.notes.append(f"read from {path.name}")
+        return stats
+
+    def indexes(self, name: str) -> tuple[list[IndexInfo], list[str]]:
+        self.file_of(name)
+        meta_path = self._metadata.get(name)
+        if meta_path is None:
+            return [], ["no metadata.json beside the dump: indexes unknown"]
+        with _open(meta_path) as handle:
+            try:
+                metadata = decode_value(json.loads(handle.read()))
+            except (ValueError, ExtendedJSONError) as exc:
+                raise InputError(f"{meta_path}: not valid metadata JSON: {exc}") from None
+        indexes = []
+        for spec in metadata.get("indexes", []) if isinstance(metadata, dict) else []:
+            indexes.append(index_from_spec(spec))
+        return indexes, ["index usage is not recorded in dumps"]
+
+    # -- documents -------------------------------------------------------------------------------
+
+    def documents(self, name: str, sample_size: int | None, decoded: bool = True) -> DocumentStream:
+        path = self.file_of(name)
+        reader = _read_bson if path.name.endswith(BSON_SUFFIXES) else _read_json if decoded else _read_json_undecoded
+        if sample_size is None:
+            sampling = Sampling("file", None, f"every document of {path.name}", natural_order=True, complete=True)
+            return DocumentStream(sampling, self._counting(name, reader(path)))
+        sampling = Sampling("file-reservoir", sample_size, f"uniform random sample of {path.name} (seed {self.seed})")
+        return DocumentStream(sampling, self._reservoir(name, path, sample_size, sampling))
+
+    def _counting(self, name: str, items: Iterator[tuple[dict[str, Any], int]]):
+        count = 0
+        for item in items:
+            count += 1
+            yield item
+        self._counts[name] = count
+
+    def _reservoir(self, name: str, path: Path, size: int, sampling: Sampling):
+        # Keep raw records (bytes) in the reservoir and decode only the survivors.
+        rng = random.Random(self.seed)
+        kept: list[tuple[int, bytes]] = []
+        total = 0
+        for position, record in _raw_records(path):
+            total += 1
+            if len(kept) < size:
+                kept.append((position, record))
+            else:
+                slot = rng.randrange(total)
+                if slot < size:
+                    kept[slot] = (position, record)
+        self._counts[name] = total
+        if total <= size:
+            sampling.method, sampling.complete, sampling.natural_order = "file", True, True
+            sampling.note = f"every document of {path.name} (fewer than the sample size)"
+        kept.sort()
+        decode = _decode_bson_record if path.name.endswith(BSON_SUFFIXES) else _decode_json_record
+        for position, record in kept:
+            yield decode(path, position, record)
+
+    def count_existing_ids(self, name: str, values: list[Any]) -> int | None:
+        wanted = set()
+        for value in values:
+            try:
+                wanted.add(value)
+            except TypeError:
+                continue
+        if not wanted:
+            return 0
+        path = self.file_of(name)
+        reader = _read_bson if path.name.endswith(BSON_SUFFIXES) else _read_json
+        found = set()
+        for document, _size in reader(path):
+            identifier = document.get("_id")
+            try:
+                if identifier in wanted:
+                    found.add(identifier)
+            except TypeError:
+                continue
+        return len(found)
+
+
+def index_from_spec(spec: dict[str, Any]) -> IndexInfo:
+    key = spec.get("key", {})
+    return IndexInfo(
+        name=str(spec.get("name", "")),
+        key=[(str(field), direction) for field, direction in key.items()],
+        unique=bool(spec.get("unique", False)),
+        sparse=bool(spec.get("sparse", False)),
+        ttl_seconds=int(spec["expireAfterSeconds"]) if "expireAfterSeconds" in spec else None,
+        partial=_plain(spec.get("partialFilterExpression")),
+    )
+
+
+def _plain(value: Any) -> Any:
+    if value is None:
+        return None
+    return json.loads(bson.json_util.dumps(value))
+
+
+# -- readers: each yields (document, bson size) --------------------------------------------------
+
+
+def _decode_json_record(path: Path, line_number: int, record: bytes | dict[str, Any]) -> tuple[dict[str, Any], int]:
+    try:
+        document = decode_document(record) if type(record) is bytes else decode_value(record)
+    except (JSONDecodeError, ExtendedJSONError, ValueError) as exc:
+        raise InputError(f"{path}:{line_number}: not a valid Extended JSON document: {json_problem(exc)}") from None
+    try:
+        size = len(bson.encode(document))
+    except (BSONError, OverflowError, TypeError) as exc:
+        raise InputError(f"{path}:{line_number}: document cannot be encoded as BSON: {exc}") from None
+    return document, size
+
+
+def _decode_bson_record(path: Path, offset: int, record: bytes) -> tuple[dict[str, Any], int]:
+    try:
+        return bson.decode(record), len(record)
+    except (BSONError, ValueError, OverflowError) as exc:
+        raise InputError(f"{path}: invalid BSON document at byte {offset}: {exc}") from None
+
+
+def _raw_records(path: Path) -> Iterator[tuple[int, bytes]]:
+    """``(position, raw record)``: line numbers for JSON, byte offsets for BSON."""
+    if path.name.endswith(BSON_SUFFIXES):
+        yield from _bson_records(path)
+    else:
+        yield from _json_records(path)
+
+
+def _read_json(path: Path) -> Iterator[tuple[dict[str, Any], int]]:
+    for line_number, record in _json_records(path):
+        yield _decode_json_record(path, line_number, record)
+
+
+def json_problem(exc: Exception) -> str:
+    """The parser's complaint with a column within the line, not an offset into a buffer."""
+    if isinstance(exc, JSONDecodeError) and hasattr(exc, "msg") and hasattr(exc, "pos"):
+        return f"{exc.msg} (column {exc.pos + 1})"
+    return str(exc)
+
+
+def _read_json_undecoded(path: Path) -> Iterator[tuple[dict[str, Any], None]]:
+    """Parsed lines with their Extended JSON wrappers left in place (the analysis decodes them)."""
+    for line_number, record in _json_records(path):
+        if type(record) is not bytes:
+            yield record, None
+            continue
+        try:
+            document = loads(record)
+        except JSONDecodeError as exc:
+            raise InputError(f"{path}:{line_number}: not a valid Extended JSON document: {json_problem(exc)}") from None
+        if type(document) is not dict:
+            raise InputError(f"{path}:{line_number}: expected a JSON object, found {type(document).__name__}")
+        yield document, None
+
+
+def _read_bson(path: Path) -> Iterator[tuple[dict[str, Any], int]]:
+    for offset, record in _bson_records(path):
+        yield _decode_bson_record(path, offset, record)
+
+
+def _json_records(path: Path) -> Iterator[tuple[int, Any]]:
+    """Lines of a mongoexport file (bytes), or the parsed elements of a ``--jsonArray`` export."""
+    with _open(path) as handle:
+        try:
+            first = _peek_non_space(handle)
+        except OSError as exc:
+            raise SourceError(f"cannot read {path}: {exc}") from None
+        if first == b"[":
+            yield from _json_array_records(path, handle)
+            return
+        try:
+            for line_number, line in enumerate(handle, 1):
+                if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]
+                if line.strip():
+                    yield line_number, line
+        except (OSError, EOFError) as exc:
+            raise SourceError(f"cannot read {path}: {exc}") from None
+
+
+def _peek_non_space(handle: IO[bytes]) -> bytes:
+    # Works for gzip and plain files alike: read the first chunk, then rewind.
+    head = handle.read(4096)
+    handle.seek(0)
+    stripped = head.lstrip(b" \t\r\n\xef\xbb\xbf")
+    return stripped[:1]
+
+
+def _json_array_records(path: Path, handle: IO[bytes]) -> Iterator[tuple[int, Any]]:
+    """The elements of a ``mongoexport --jsonArray`` file, parsed one at a time from a sliding buffer."""
+    decoder = json.JSONDecoder()
+    reader = codecs.getincrementaldecoder("utf-8-sig")()
+    buffer = ""
+    position = 0
+    line = 1
+    opened = False
+    eof = False
+
+    def fill() -> bool:
+        nonlocal buffer, position, eof
+        try:
+            chunk = handle.read(_ARRAY_CHUNK)
+        except (OSError, EOFError) as exc:
+            raise SourceError(f"cannot read {path}: {exc}") from None
+        eof = not chunk
+        buffer = buffer[position:] + reader.decode(chunk, final=eof)
+        position = 0
+        return not eof
+
+    def skip(chars: str) -> None:
+        nonlocal position, line
+        while True:
+            while position < len(buffer) and buffer[position] in chars:
+                if buffer[position] == "\n":
+                    line += 1
+                position += 1
+            if position < len(buffer) or eof or not fill():
+                return
+
+    while True:
+        skip(" \t\r\n")
+        if position >= len(buffer):
+            raise InputError(f"{path}:{line}: the JSON array is not closed (truncated file?)")
+        char = buffer[position]
+        if not opened:
+            if char != "[":
+                raise InputError(f"{path}:{line}: expected a JSON array")
+            opened = True
+            position += 1
+            continue
+        if char == "]":
+            return
+        if char == ",":
+            position += 1
+            continue
+        while True:
+            try:
+                element, end = decoder.raw_decode(buffer, position)
+                break
+            except json.JSONDecodeError as exc:
+                # Incomplete element: read more, unless there is nothing more to read.
+                if eof or not fill():
+                    raise InputError(f"{path}:{line}: not a valid JSON document: {exc.msg}") from None
+        yield line, element
+        line += buffer.count("\n", position, end)
+        position = end
+
+
+def _bson_records(path: Path) -> Iterator[tuple[int, bytes]]:
+    offset = 0
+    with _open(path) as handle:
+        read = handle.read
+        try:
+            while True:
+                header = read(4)
+                if not header:
+                    return
+                if len(header) < 4:
+                    raise InputError(f"{path}: truncated BSON document at byte {offset}")
+                length = int.from_bytes(header, "little")
+                if length < 5 or length > MAX_BSON_DOCUMENT:
+                    raise InputError(f"{path}: invalid BSON document length {length} at byte {offset}")
+                body = read(length - 4)
+                if len(body) < length - 4:
+                    raise InputError(f"{path}: truncated BSON document at byte {offset}")
+                yield offset, header + body
+                offset += length
+        except (OSError, EOFError) as exc:
+            raise SourceError(f"cannot read {path}: {exc}") from None

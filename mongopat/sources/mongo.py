@@ -1,0 +1,307 @@
+"""A live deployment through pymongo (standalone, replica set, mongos, Atlas), or mongomock in process.
+
+Reads are gentle by default: ``secondaryPreferred``, ``maxTimeMS`` on every command, small batches,
+and ``$sample`` rather than a scan on collections larger than the sample.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+
+import bson
+import pymongo
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
+from pymongo import ReadPreference
+from pymongo.errors import (
+    ConfigurationError,
+    ExecutionTimeout,
+    InvalidURI,
+    OperationFailure,
+    PyMongoError,
+    ServerSelectionTimeoutError,
+)
+
+from mongopat.errors import InputError, MongopatError, SourceError
+from mongopat.redact import redact_uri, scrub
+from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
+from mongopat.sources.dump import index_from_spec
+
+DEFAULT_SAMPLE_SIZE = 1000
+DEFAULT_TIMEOUT_MS = 5000
+DEFAULT_MAX_TIME_MS = 60_000
+READ_PREFERENCES = {
+    "primary": ReadPreference.PRIMARY,
+    "primaryPreferred": ReadPreference.PRIMARY_PREFERRED,
+    "secondary": ReadPreference.SECONDARY,
+    "secondaryPreferred": ReadPreference.SECONDARY_PREFERRED,
+    "nearest": ReadPreference.NEAREST,
+}
+UNAUTHORIZED = 13
+AUTH_FAILED = 18
+
+# mongomock:// URIs name an in-process server: the same name gives the same data within a process.
+_MOCK_SERVERS: dict[str, Any] = {}
+_MOCK_LOCK = threading.Lock()
+
+
+def mongomock_client(name: str = "localhost") -> Any:
+    """The in-process mongomock client behind ``mongomock://<name>/...`` (created on first use)."""
+    try:
+        import mongomock
+    except ImportError:  # pragma: no cover - mongomock ships with the test extra
+        raise InputError("mongomock:// needs the mongomock package: pip install 'mongopat[test]'") from None
+    with _MOCK_LOCK:
+        if name not in _MOCK_SERVERS:
+            _MOCK_SERVERS[name] = mongomock.MongoClient()
+        return _MOCK_SERVERS[name]
+
+
+def describe_error(exc: PyMongoError, uri: str | None) -> MongopatError:
+    """Turn a driver error into one line a user can act on, with no credentials in it."""
+    text = scrub(str(exc).split(", full error:")[0], uri)
+    where = redact_uri(uri) if uri else "the server"
+    if isinstance(exc, ServerSelectionTimeoutError):
+        return SourceError(
+            f"cannot reach MongoDB at {where}: {text.split(', Timeout:')[0]}",
+            hint="check the host, port, network and TLS settings; --timeout-ms sets how long to wait",
+        )
+    if isinstance(exc, (InvalidURI, ConfigurationError)):
+        return InputError(f"invalid MongoDB URI {where}: {text}")
+    if isinstance(exc, ExecutionTimeout):
+        return SourceError(f"the server stopped a command after --max-time-ms: {text}")
+    if isinstance(exc, OperationFailure):
+        if exc.code == AUTH_FAILED:
+            return SourceError(f"authentication failed at {where}", hint="check the user name, password and authSource")
+        if exc.code == UNAUTHORIZED:
+            return SourceError(
+                f"not authorized: {text}",
+                hint="mongopat analyze needs the 'read' role on the database (and clusterMonitor for index stats)",
+            )
+        return SourceError(f"MongoDB refused a command: {text}")
+    return SourceError(f"MongoDB error: {text}")
+
+
+class MongoSource(Source):
+    def __init__(
+        self,
+        uri: str,
+        database: str | None = None,
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        max_time_ms: int = DEFAULT_MAX_TIME_MS,
+        read_preference: str = "secondaryPreferred",
+        client: Any = None,
+    ) -> None:
+        self.uri = uri
+        self.location = redact_uri(uri)
+        self.max_time_ms = max_time_ms
+        if read_preference not in READ_PREFERENCES:
+            raise InputError(
+                f"unknown read preference {read_preference!r}", hint=f"one of {', '.join(READ_PREFERENCES)}"
+            )
+        self._owns_client = client is None
+        if uri.startswith("mongomock://"):
+            self.kind = "mongomock"
+            rest = uri[len("mongomock://") :]
+            host, _, path = rest.partition("/")
+            self.client = client or mongomock_client(host or "localhost")
+            self._owns_client = False
+            uri_database = path.split("?")[0] or None
+        elif uri.startswith(("mongodb://", "mongodb+srv://")):
+            self.kind = "mongodb"
+            try:
+                uri_database = pymongo.uri_parser.parse_uri(uri, connect_timeout=timeout_ms / 1000).get("database")
+            except (InvalidURI, ConfigurationError, ValueError) as exc:
+                raise InputError(f"invalid MongoDB URI {self.location}: {scrub(str(exc), uri)}") from None
+            except (OSError, socket.gaierror) as exc:
+                raise SourceError(f"cannot resolve {self.location}: {exc}") from None
+            if client is None:
+                try:
+                    client = pymongo.MongoClient(
+                        uri,
+                        serverSelectionTimeoutMS=timeout_ms,
+                        connectTimeoutMS=timeout_ms,
+                        appname="mongopat",
+                    )
+                except PyMongoError as exc:
+                    raise describe_error(exc, uri) from None
+            self.client = client
+        else:
+            raise InputError(
+                f"unsupported URI {self.location}",
+                hint="use mongodb://, mongodb+srv:// (or mongomock:// for an in-process test database)",
+            )
+        name = database or uri_database
+        if not name:
+            raise InputError("no database given", hint="pass --db NAME or put the database in the URI path")
+        self.database = name
+        self._raw = True
+        try:
+            if self.kind == "mongodb":
+                self.client.admin.command("ping")
+            self.db = self.client.get_database(name, read_preference=READ_PREFERENCES[read_preference])
+        except PyMongoError as exc:
+            raise describe_error(exc, uri) from None
+
+    def close(self) -> None:
+        if self._owns_client:
+            self.client.close()
+
+    def _guard(self, exc: PyMongoError) -> MongopatError:
+        return describe_error(exc, self.uri)
+
+    def collections(self) -> list[str]:
+        try:
+            try:
+                names = self.db.list_collection_names(filter={"type": "collection"})
+            except (NotImplementedError, TypeError):  # mongomock: no filter support
+                names = self.db.list_collection_names()
+        except PyMongoError as exc:
+            raise self._guard(exc) from None
+        return sorted(n for n in names if not n.startswith("system."))
+
+    def stats(self, name: str) -> CollectionStats:
+        stats = CollectionStats()
+        collection = self.db[name]
+        try:
+            stats.count = collection.estimated_document_count(maxTimeMS=self.max_time_ms)
+        except PyMongoError as exc:
+            raise self._guard(exc) from None
+        except TypeError:  # mongomock does not take maxTimeMS
+            stats.count = collection.estimated_document_count()
+        if self.kind == "mongomock":
+            stats.count_exact = True
+            stats.notes.append("mongomock reports no storage statistics")
+            return stats
+        try:
+            raw = self.db.command("collStats", name, maxTimeMS=self.max_time_ms)
+        except OperationFailure as exc:
+            reason = (exc.details or {}).get("errmsg", str(exc))
+            stats.notes.append(f"collStats not available: {scrub(reason, self.uri)}")
+            return stats
+        except PyMongoError as exc:
+            raise self._guard(exc) from None
+        stats.size_bytes = raw.get("size")
+        stats.storage_bytes = raw.get("storageSize")
+        stats.avg_document_bytes = raw.get("avgObjSize")
+        stats.index_bytes = raw.get("totalIndexSize")
+        stats.sharded = bool(raw.get("sharded"))
+        if stats.sharded:
+            stats.shard_key = self._shard_key(name)
+        return stats
+
+    def _shard_key(self, name: str) -> dict[str, Any] | None:
+        try:
+            entry = self.client["config"]["collections"].find_one(
+                {"_id": f"{self.database}.{name}"}, {"key": 1}, max_time_ms=self.max_time_ms
+            )
+        except PyMongoError:
+            return None
+        return dict(entry["key"]) if entry and "key" in entry else None
+
+    def indexes(self, name: str) -> tuple[list[IndexInfo], list[str]]:
+        notes: list[str] = []
+        collection = self.db[name]
+        try:
+            indexes = [index_from_spec(dict(spec)) for spec in collection.list_indexes()]
+        except PyMongoError as exc:
+            raise self._guard(exc) from None
+        try:
+            usage = {
+                entry["name"]: entry.get("accesses", {})
+                for entry in collection.aggregate([{"$indexStats": {}}], maxTimeMS=self.max_time_ms)
+            }
+        except NotImplementedError:
+            notes.append("index usage unavailable: the in-process mongomock has no $indexStats")
+            usage = {}
+        except OperationFailure as exc:
+            reason = (
+                "not authorized (needs the indexStats action, e.g. role clusterMonitor)"
+                if exc.code == UNAUTHORIZED
+                else scrub(str(exc), self.uri)
+            )
+            notes.append(f"index usage unavailable: {reason}")
+            usage = {}
+        except PyMongoError as exc:
+            raise self._guard(exc) from None
+        for index in indexes:
+            accesses = usage.get(index.name)
+            if accesses:
+                index.usage_ops = int(accesses.get("ops", 0))
+                since = accesses.get("since")
+                index.usage_since = since.strftime("%Y-%m-%dT%H:%M:%SZ") if since is not None else None
+        return indexes, notes
+
+    def documents(self, name: str, sample_size: int | None, decoded: bool = True) -> DocumentStream:
+        size = sample_size or DEFAULT_SAMPLE_SIZE
+        collection = self.db[name]
+        try:
+            estimated = collection.estimated_document_count()
+        except PyMongoError as exc:
+            raise self._guard(exc) from None
+        if estimated <= size:
+            sampling = Sampling(
+                "scan",
+                size,
+                "every document (collection not larger than the sample)",
+                natural_order=True,
+                complete=True,
+            )
+            return DocumentStream(
+                sampling,
+                self._iterate(name, lambda c: c.find({}, batch_size=500, max_time_ms=self.max_time_ms)),
+            )
+        sampling = Sampling("$sample", size, f"$sample of {size} documents")
+        pipeline = [{"$sample": {"size": size}}]
+        return DocumentStream(
+            sampling,
+            self._iterate(
+                name,
+                lambda c: c.aggregate(pipeline, batchSize=500, maxTimeMS=self.max_time_ms),
+                fallback=lambda c: c.find({}, batch_size=500, max_time_ms=self.max_time_ms).limit(size),
+                sampling=sampling,
+            ),
+        )
+
+    def _iterate(self, name: str, open_cursor, fallback=None, sampling: Sampling | None = None):
+        collection = self.db[name]
+        if self._raw:
+            try:
+                collection = collection.with_options(codec_options=CodecOptions(document_class=RawBSONDocument))
+            except NotImplementedError:  # mongomock decodes into dicts only
+                self._raw = False
+        try:
+            try:
+                cursor = open_cursor(collection)
+            except OperationFailure as exc:
+                if fallback is None or exc.code == UNAUTHORIZED:
+                    raise
+                cursor = fallback(collection)
+                if sampling is not None:
+                    sampling.method, sampling.note = (
+                        "scan",
+                        f"first {sampling.requested} documents ($sample refused: {exc.code})",
+                    )
+            except NotImplementedError:
+                if fallback is None:
+                    raise
+                cursor = fallback(collection)
+            for document in cursor:
+                if isinstance(document, RawBSONDocument):
+                    raw = document.raw
+                    yield bson.decode(raw), len(raw)
+                else:
+                    yield document, len(bson.encode(document))
+        except PyMongoError as exc:
+            raise self._guard(exc) from None
+
+    def count_existing_ids(self, name: str, values: list[Any]) -> int | None:
+        try:
+            return self.db[name].count_documents({"_id": {"$in": values}}, maxTimeMS=self.max_time_ms)
+        except TypeError:
+            return self.db[name].count_documents({"_id": {"$in": values}})
+        except PyMongoError:
+            return None

@@ -1,0 +1,93 @@
+import random
+
+import pytest
+
+from mongopat.analysis.sketches import DistinctCounter, Distribution
+
+
+def test_percentiles_use_nearest_rank_on_exact_values():
+    dist = Distribution()
+    dist.add_many(list(range(1, 101)))  # 1..100
+    assert dist.percentile(50) == 50
+    assert dist.percentile(95) == 95
+    assert dist.percentile(99) == 99
+    summary = dist.summary()
+    assert summary["min"] == 1 and summary["max"] == 100 and summary["mean"] == 50.5
+    assert summary["exact"] is True
+
+
+def test_percentiles_of_a_skewed_distribution():
+    dist = Distribution()
+    dist.add_many([3] * 98 + [500, 10_000])
+    assert dist.percentile(50) == 3
+    assert dist.percentile(99) == 500
+    assert dist.summary()["max"] == 10_000
+
+
+def test_bucketed_mode_stays_within_one_percent():
+    rng = random.Random(7)
+    values = [rng.randint(1, 5_000_000) for _ in range(50_000)]
+    dist = Distribution(exact_limit=1000)
+    for start in range(0, len(values), 1000):
+        dist.add_many(values[start : start + 1000])
+    assert not dist.exact
+    ordered = sorted(values)
+    for p in (50, 95, 99):
+        truth = ordered[int(p / 100 * len(ordered)) - 1]
+        assert dist.percentile(p) == pytest.approx(truth, rel=0.02)
+    assert len(dist.counts) < 2000  # bounded whatever the number of values
+
+
+def test_histogram_bins_and_counts_above():
+    dist = Distribution()
+    dist.add_many([0, 1, 1, 3, 7, 50])
+    bins = dist.histogram((0, 1, 5, 10))
+    assert bins == [
+        {"le": 0, "count": 1},
+        {"le": 1, "count": 2},
+        {"le": 5, "count": 1},
+        {"le": 10, "count": 1},
+        {"le": None, "count": 1},
+    ]
+    assert dist.count_above(5) == 2
+
+
+def test_merge_matches_single_stream():
+    left, right, whole = Distribution(), Distribution(), Distribution()
+    left.add_many([1, 2, 3])
+    right.add_many([10, 20])
+    whole.add_many([1, 2, 3, 10, 20])
+    left.merge(right)
+    assert left.summary() == whole.summary()
+
+
+def test_distinct_is_exact_below_the_limit_and_keeps_top_values():
+    counter = DistinctCounter(limit=100, top_limit=50)
+    counter.add_many(["a", "b", "a", "c", "a", None])
+    assert counter.exact and counter.estimate() == 4
+    assert counter.top(2) == [("a", 3), ("b", 1)]
+
+
+def test_distinct_estimate_past_the_limit_is_close():
+    counter = DistinctCounter(limit=2000)
+    for start in range(0, 200_000, 1000):
+        counter.add_many(list(range(start, start + 1000)))
+    assert not counter.exact
+    assert counter.estimate() == pytest.approx(200_000, rel=0.1)
+    assert len(counter.values) <= 2000
+    assert counter.top() is None  # too many values for top counts
+
+
+def test_distinct_membership_is_exact_for_values_passing_the_filter():
+    counter = DistinctCounter(limit=500)
+    counter.add_many([f"id{i}" for i in range(20_000)])
+    decidable = [f"id{i}" for i in range(20_000) if counter.passes_filter(f"id{i}")]
+    assert decidable and all(value in counter for value in decidable)
+    outsiders = [f"other{i}" for i in range(5000) if counter.passes_filter(f"other{i}")]
+    assert not any(value in counter for value in outsiders)
+
+
+def test_unhashable_values_are_skipped_not_fatal():
+    counter = DistinctCounter()
+    counter.add_many([1, {"a": 1}, 2])
+    assert counter.estimate() == 2 and counter.unhashable == 1
