@@ -222,6 +222,12 @@ def analyze(
         int,
         typer.Option("--distinct-limit", help="Distinct values counted exactly per field before estimating.", min=100),
     ] = 10_000,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", help="Processes reading one large dump file in parallel (default: CPUs, max 4).", min=1
+        ),
+    ] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the JSON report to this file.")] = None,
     format: FormatOption = "table",
     timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
@@ -237,6 +243,8 @@ def analyze(
         _check_format(format, ("table", "json"))
         spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference, seed)
         options = AnalyzeOptions(sample_size=sample, distinct_limit=distinct_limit)
+        if workers is not None:
+            options.workers = workers
         progress, start = progress_factory()
         if progress is not None:
             with progress:

@@ -20,6 +20,9 @@ class MongopatError(Exception):
         self.message = message
         self.hint = hint
 
+    def __reduce__(self):  # keep the hint when raised in a worker process
+        return (_rebuild, (type(self), self.message, self.hint))
+
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
 
@@ -36,3 +39,7 @@ class OperationFailed(MongopatError):
     """An operation ran and failed; exit 1."""
 
     exit_code = EXIT_FINDINGS
+
+
+def _rebuild(cls: type[MongopatError], message: str, hint: str | None) -> MongopatError:
+    return cls(message, hint=hint)

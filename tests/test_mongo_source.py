@@ -4,11 +4,13 @@ import time
 
 import pytest
 from bson import ObjectId
+from pymongo.errors import ExecutionTimeout, OperationFailure, ServerSelectionTimeoutError
 
 from mongopat.analysis.collection import AnalyzeOptions
 from mongopat.command import analyze
 from mongopat.errors import InputError, SourceError
 from mongopat.sources import MongoSource, SourceSpec
+from mongopat.sources.mongo import describe_error
 
 
 def spec(mongo, **kwargs):
@@ -85,3 +87,24 @@ def test_bad_uri_scheme_and_bad_read_preference():
 def test_malformed_mongodb_uri():
     with pytest.raises(InputError, match="invalid MongoDB URI"):
         MongoSource("mongodb://user:pw@host:notaport/db")
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (OperationFailure("Authentication failed.", code=18), "authentication failed at mongodb://app:***@h/db"),
+        (OperationFailure("not authorized on shop to execute command { aggregate }", code=13), "not authorized"),
+        (ExecutionTimeout("operation exceeded time limit", code=50), "--max-time-ms"),
+        (ServerSelectionTimeoutError("h:27017: timed out, Timeout: 5s"), "cannot reach MongoDB"),
+    ],
+)
+def test_driver_errors_become_one_clear_line(error, expected):
+    described = describe_error(error, "mongodb://app:pa55word@h/db")
+    assert expected in described.message
+    assert "pa55word" not in str(described)
+    assert described.exit_code == 2
+
+
+def test_password_in_driver_message_is_scrubbed():
+    error = OperationFailure("bad uri mongodb://app:pa55word@h/db and pa55word again", code=2)
+    assert "pa55word" not in str(describe_error(error, "mongodb://app:pa55word@h/db"))

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import datetime
+import gc
 import json
+import multiprocessing
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 import bson
@@ -24,7 +28,7 @@ from mongopat.analysis.shapes import ShapeTracker
 from mongopat.analysis.sketches import Distribution
 from mongopat.analysis.timeline import TimeProfile, date_to_epoch, objectid_epoch
 from mongopat.errors import InputError
-from mongopat.sources.base import CollectionStats, IndexInfo, Sampling, Source
+from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
 
 MB = 1024 * 1024
 SIZE_BOUNDS = (256, 1024, 4096, 16384, 65536, 262144, MB, 4 * MB, 8 * MB, 16 * MB)
@@ -41,6 +45,8 @@ class AnalyzeOptions:
     low_cardinality: int = 20
     top_values: int = 10
     flush_every: int = 1000
+    # Processes reading one large dump file in parallel (byte ranges, merged afterwards); 1 disables.
+    workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
 
 
 ProgressCallback = Callable[[int], None]
@@ -108,6 +114,21 @@ class CollectionAnalysis:
         self._size_buffer = []
         self.id_profile.add_many(self._id_epochs)  # type: ignore[arg-type]
         self._id_epochs = []
+
+    def merge(self, other: CollectionAnalysis) -> None:
+        """Fold in the analysis of the next part of the same collection (parallel reading)."""
+        self.flush()
+        other.flush()
+        self.root.merge(other.root)
+        self.sizes.merge(other.sizes)
+        self.id_profile.merge(other.id_profile)
+        for path, profile in other.date_profiles.items():
+            if path in self.date_profiles:
+                self.date_profiles[path].merge(profile)
+            elif len(self.date_profiles) < MAX_DATE_PROFILES:
+                self.date_profiles[path] = profile
+        self.shapes.merge(other.shapes, offset=self.documents)
+        self.documents += other.documents
 
     # -- summary ---------------------------------------------------------------------------------
 
@@ -228,10 +249,9 @@ def plain_value(value: Any) -> Any:
     return json.loads(json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS))
 
 
-def analyze_collection(
-    source: Source, name: str, options: AnalyzeOptions, progress: ProgressCallback | None = None
+def analyze_stream(
+    name: str, stream: DocumentStream, options: AnalyzeOptions, progress: ProgressCallback | None = None
 ) -> CollectionAnalysis:
-    stream = source.documents(name, options.sample_size, decoded=False)
     analysis = CollectionAnalysis(name, options, natural_order=stream.sampling.natural_order)
     every = options.flush_every
     for document, size in stream:
@@ -241,9 +261,48 @@ def analyze_collection(
     analysis.flush()
     if progress is not None:
         progress(analysis.documents)
-    analysis.sampling = stream.sampling
+    return analysis
+
+
+def _analyze_part(job: tuple[Source, str, AnalyzeOptions, Any]) -> CollectionAnalysis:
+    source, name, options, part = job
+    return analyze_stream(name, source.documents(name, None, decoded=False, part=part), options)
+
+
+def _analyze_parts(source: Source, name: str, options: AnalyzeOptions, parts: list[Any]) -> CollectionAnalysis:
+    """Read the parts of one file in worker processes and merge their analyses, in file order."""
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    # Forked workers share the parent's memory until they write to it; freezing the collector keeps its
+    # passes from writing to (and so copying) every inherited object.
+    gc.freeze()
+    with ProcessPoolExecutor(max_workers=min(options.workers, len(parts)), mp_context=context) as pool:
+        results = list(pool.map(_analyze_part, [(source, name, options, part) for part in parts]))
+    gc.unfreeze()
+    analysis = results[0]
+    for later in results[1:]:
+        analysis.merge(later)
+    return analysis
+
+
+def analyze_collection(
+    source: Source, name: str, options: AnalyzeOptions, progress: ProgressCallback | None = None
+) -> CollectionAnalysis:
+    parts = source.partitions(name, options.workers) if options.sample_size is None and options.workers > 1 else None
+    if parts and len(parts) > 1:
+        analysis = _analyze_parts(source, name, options, parts)
+        if progress is not None:
+            progress(analysis.documents)
+        sampling = Sampling(
+            "file", None, f"every document, read by {len(parts)} processes", natural_order=True, complete=True
+        )
+        sampling.documents = analysis.documents
+    else:
+        stream = source.documents(name, options.sample_size, decoded=False)
+        analysis = analyze_stream(name, stream, options, progress)
+        sampling = stream.sampling
+    analysis.sampling = sampling
     analysis.stats = source.stats(name)
-    if stream.sampling.complete:
+    if sampling.complete:
         analysis.stats.count, analysis.stats.count_exact = analysis.documents, True
     analysis.indexes, index_notes = source.indexes(name)
     analysis.notes.extend(index_notes)

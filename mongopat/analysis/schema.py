@@ -115,6 +115,29 @@ class Slot:
         if self.element is not None:
             self.element.flush()
 
+    def merge(self, other: Slot) -> None:
+        """Fold in the same path's slot from another part of the stream (both flushed)."""
+        self.scalars += other.scalars
+        self.types.update(other.types)
+        self.n_object += other.n_object
+        self.n_array += other.n_array
+        if other.length_dist is not None:
+            if self.length_dist is None:
+                self.length_dist = other.length_dist
+            else:
+                self.length_dist.merge(other.length_dist)
+        self.distinct.merge(other.distinct)
+        if other.document is not None:
+            if self.document is None:
+                self.document = other.document
+            else:
+                self.document.merge(other.document)
+        if other.element is not None:
+            if self.element is None:
+                self.element = other.element
+            else:
+                self.element.merge(other.element)
+
     def all_types(self) -> Counter[str]:
         types = Counter(self.types)
         if self.n_object:
@@ -155,6 +178,15 @@ class DocumentShape:
     def flush(self) -> None:
         for slot in self.fields.values():
             slot.flush()
+
+    def merge(self, other: DocumentShape) -> None:
+        self.count += other.count
+        for name, slot in other.fields.items():
+            mine = self.fields.get(name)
+            if mine is None:
+                self.fields[name] = slot
+            else:
+                mine.merge(slot)
 
 
 def walk_document(shape: DocumentShape, doc: dict[str, Any]) -> None:

@@ -39,6 +39,23 @@ class ShapeTracker:
         elif when > entry[2]:
             entry[2] = when
 
+    def merge(self, other: ShapeTracker, offset: float = 0) -> None:
+        """Fold in the shapes of a later part of the stream; ``offset`` shifts positions (position clock)."""
+        self.clock = self.clock or other.clock
+        shift = offset if other.clock == "position" else 0
+        self.overflow += other.overflow
+        for fields, (count, first, last) in other.shapes.items():
+            entry = self.shapes.get(fields)
+            if entry is None:
+                if len(self.shapes) >= SHAPE_LIMIT:
+                    self.overflow += int(count)
+                    continue
+                self.shapes[fields] = [count, first + shift, last + shift]
+            else:
+                entry[0] += count
+                entry[1] = min(entry[1], first + shift)
+                entry[2] = max(entry[2], last + shift)
+
     def to_dict(self) -> dict:
         if not self.shapes:
             return {

@@ -251,6 +251,22 @@ class DistinctCounter:
             self.level += 1
             self.values = set(_sampled(list(self.values), self.level))
 
+    def merge(self, other: DistinctCounter) -> None:
+        """Fold in a counter of another part of the same stream (parallel reading)."""
+        if self.counts is not None and other.counts is not None:
+            self.counts.update(other.counts)
+            if len(self.counts) > self.top_limit:
+                self.counts = None
+        else:
+            self.counts = None
+        self.unhashable += other.unhashable
+        level = max(self.level, other.level)
+        values = self.values | other.values
+        self.values = set(_sampled(list(values), level)) if level else values
+        self.level = level
+        if len(self.values) > self.limit:
+            self._raise_level()
+
     def estimate(self) -> int:
         return len(self.values) << self.level
 

@@ -1,9 +1,10 @@
 """Insert-rate profiles from ObjectId timestamps and date fields.
 
 Counts are kept per hour, and per minute and per second while their number of buckets stays under a
-bound (``bucket_limit``), so memory is bounded whatever the time span. When the documents are a sample,
-counts are scaled by ``estimated total / sampled`` and only averages and hourly figures are reported:
-per-second peaks cannot be read off a sample.
+bound (``bucket_limit``, 20,000), so memory is bounded whatever the time span: per-second peaks are
+reported for documents spread over at most 20,000 distinct seconds, per-minute peaks likewise.
+When the documents are a sample, counts are scaled by ``estimated total / sampled`` and only averages
+and hourly figures are reported: per-second peaks cannot be read off a sample.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class TimeProfile:
         "bucket_limit",
     )
 
-    def __init__(self, field: str, kind: str, bucket_limit: int = 100_000) -> None:
+    def __init__(self, field: str, kind: str, bucket_limit: int = 20_000) -> None:
         self.field = field
         self.kind = kind
         self.n = 0
@@ -76,6 +77,26 @@ class TimeProfile:
             if len(self.per_minute) > self.bucket_limit:
                 self.per_minute = None
         self.per_hour.update(s // 3600 for s in seconds)
+
+    def merge(self, other: TimeProfile) -> None:
+        if other.first is None or other.last is None:
+            return
+        self.first = other.first if self.first is None else min(self.first, other.first)
+        self.last = other.last if self.last is None else max(self.last, other.last)
+        self.n += other.n
+        if self.per_second is not None and other.per_second is not None:
+            self.per_second.update(other.per_second)
+            if len(self.per_second) > self.bucket_limit:
+                self.per_second = None
+        else:
+            self.per_second = None
+        if self.per_minute is not None and other.per_minute is not None:
+            self.per_minute.update(other.per_minute)
+            if len(self.per_minute) > self.bucket_limit:
+                self.per_minute = None
+        else:
+            self.per_minute = None
+        self.per_hour.update(other.per_hour)
 
     def to_dict(self, scale: float = 1.0) -> dict:
         assert self.first is not None and self.last is not None

@@ -94,8 +94,13 @@ class Source(ABC):
         """The indexes, and notes on what could not be read."""
 
     @abstractmethod
-    def documents(self, name: str, sample_size: int | None, decoded: bool = True) -> DocumentStream:
-        """Documents to analyse; ``sample_size`` None means the source's default."""
+    def documents(self, name: str, sample_size: int | None, decoded: bool = True, part: Any = None) -> DocumentStream:
+        """Documents to analyse; ``sample_size`` None means the source's default; ``part`` one of
+        :meth:`partitions`."""
+
+    def partitions(self, name: str, parts: int) -> list[Any] | None:
+        """Independent pieces of a collection that workers may read in parallel; None when not splittable."""
+        return None
 
     @abstractmethod
     def count_existing_ids(self, name: str, values: list[Any]) -> int | None:

@@ -11,6 +11,7 @@ import gzip
 import json
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,6 +28,8 @@ METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
 # Largest document a server accepts, plus headroom for what mongodump may hold (16 MiB + 16 KiB).
 MAX_BSON_DOCUMENT = 16 * 1024 * 1024 + 16 * 1024
 _ARRAY_CHUNK = 1 << 20
+# Files smaller than this are read by one process: starting workers costs more than it saves.
+MIN_PARALLEL_BYTES = 8 * 1024 * 1024
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -147,9 +150,14 @@ class DumpSource(Source):
 
     # -- documents -------------------------------------------------------------------------------
 
-    def documents(self, name: str, sample_size: int | None, decoded: bool = True) -> DocumentStream:
+    def documents(
+        self, name: str, sample_size: int | None, decoded: bool = True, part: FilePart | None = None
+    ) -> DocumentStream:
         path = self.file_of(name)
         reader = _read_bson if path.name.endswith(BSON_SUFFIXES) else _read_json if decoded else _read_json_undecoded
+        if part is not None:
+            sampling = Sampling("file", None, f"bytes {part.start}-{part.end} of {path.name}", natural_order=True)
+            return DocumentStream(sampling, reader(path, part))
         if sample_size is None:
             sampling = Sampling("file", None, f"every document of {path.name}", natural_order=True, complete=True)
             return DocumentStream(sampling, self._counting(name, reader(path)))
@@ -185,6 +193,21 @@ class DumpSource(Source):
         for position, record in kept:
             yield decode(path, position, record)
 
+    def partitions(self, name: str, parts: int) -> list[FilePart] | None:
+        """Split a plain (not gzip, not --jsonArray) file into ``parts`` ranges of whole documents."""
+        path = self.file_of(name)
+        if parts < 2 or path.name.endswith(".gz"):
+            return None
+        size = path.stat().st_size
+        if size < MIN_PARALLEL_BYTES:
+            return None
+        if path.name.endswith(BSON_SUFFIXES):
+            return _bson_partitions(path, size, parts)
+        with _open(path) as handle:
+            if _peek_non_space(handle) == b"[":
+                return None
+        return _json_partitions(path, size, parts)
+
     def count_existing_ids(self, name: str, values: list[Any]) -> int | None:
         wanted = set()
         for value in values:
@@ -205,6 +228,64 @@ class DumpSource(Source):
             except TypeError:
                 continue
         return len(found)
+
+
+@dataclass(frozen=True)
+class FilePart:
+    """A byte range of whole documents; ``first_line`` numbers its first line (for error messages)."""
+
+    start: int
+    end: int
+    first_line: int = 1
+
+
+def _json_partitions(path: Path, size: int, parts: int) -> list[FilePart]:
+    boundaries = [0]
+    lines_before = [1]
+    with path.open("rb") as handle:
+        for index in range(1, parts):
+            handle.seek(max(boundaries[-1], size * index // parts))
+            handle.readline()  # finish the line the cut fell into
+            boundaries.append(handle.tell())
+        # Count the lines before each boundary (fast: bytes.count over large chunks).
+        handle.seek(0)
+        position, newlines = 0, 0
+        for boundary in boundaries[1:]:
+            while position < boundary:
+                chunk = handle.read(min(_ARRAY_CHUNK, boundary - position))
+                if not chunk:
+                    break
+                newlines += chunk.count(b"\n")
+                position += len(chunk)
+            lines_before.append(newlines + 1)
+    boundaries.append(size)
+    return [
+        FilePart(boundaries[i], boundaries[i + 1], lines_before[i])
+        for i in range(parts)
+        if boundaries[i] < boundaries[i + 1]
+    ]
+
+
+def _bson_partitions(path: Path, size: int, parts: int) -> list[FilePart]:
+    targets = [size * index // parts for index in range(1, parts)]
+    boundaries = [0]
+    with path.open("rb") as handle:
+        offset = 0
+        while targets and offset < size:
+            header = handle.read(4)
+            if len(header) < 4:
+                break
+            if offset >= targets[0]:
+                boundaries.append(offset)
+                targets.pop(0)
+            offset += max(5, int.from_bytes(header, "little"))
+            handle.seek(offset)
+    boundaries.append(size)
+    return [
+        FilePart(boundaries[i], boundaries[i + 1])
+        for i in range(len(boundaries) - 1)
+        if boundaries[i] < boundaries[i + 1]
+    ]
 
 
 def index_from_spec(spec: dict[str, Any]) -> IndexInfo:
@@ -255,8 +336,8 @@ def _raw_records(path: Path) -> Iterator[tuple[int, bytes]]:
         yield from _json_records(path)
 
 
-def _read_json(path: Path) -> Iterator[tuple[dict[str, Any], int]]:
-    for line_number, record in _json_records(path):
+def _read_json(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[str, Any], int]]:
+    for line_number, record in _json_records(path, part):
         yield _decode_json_record(path, line_number, record)
 
 
@@ -267,9 +348,9 @@ def json_problem(exc: Exception) -> str:
     return str(exc)
 
 
-def _read_json_undecoded(path: Path) -> Iterator[tuple[dict[str, Any], None]]:
+def _read_json_undecoded(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[str, Any], None]]:
     """Parsed lines with their Extended JSON wrappers left in place (the analysis decodes them)."""
-    for line_number, record in _json_records(path):
+    for line_number, record in _json_records(path, part):
         if type(record) is not bytes:
             yield record, None
             continue
@@ -282,14 +363,17 @@ def _read_json_undecoded(path: Path) -> Iterator[tuple[dict[str, Any], None]]:
         yield document, None
 
 
-def _read_bson(path: Path) -> Iterator[tuple[dict[str, Any], int]]:
-    for offset, record in _bson_records(path):
+def _read_bson(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[str, Any], int]]:
+    for offset, record in _bson_records(path, part):
         yield _decode_bson_record(path, offset, record)
 
 
-def _json_records(path: Path) -> Iterator[tuple[int, Any]]:
+def _json_records(path: Path, part: FilePart | None = None) -> Iterator[tuple[int, Any]]:
     """Lines of a mongoexport file (bytes), or the parsed elements of a ``--jsonArray`` export."""
     with _open(path) as handle:
+        if part is not None:
+            yield from _json_part_records(path, handle, part)
+            return
         try:
             first = _peek_non_space(handle)
         except OSError as exc:
@@ -305,6 +389,24 @@ def _json_records(path: Path) -> Iterator[tuple[int, Any]]:
                     yield line_number, line
         except (OSError, EOFError) as exc:
             raise SourceError(f"cannot read {path}: {exc}") from None
+
+
+def _json_part_records(path: Path, handle: IO[bytes], part: FilePart) -> Iterator[tuple[int, bytes]]:
+    handle.seek(part.start)
+    position = part.start
+    line_number = part.first_line
+    try:
+        for line in handle:
+            if position >= part.end:
+                return
+            position += len(line)
+            if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if line.strip():
+                yield line_number, line
+            line_number += 1
+    except (OSError, EOFError) as exc:
+        raise SourceError(f"cannot read {path}: {exc}") from None
 
 
 def _peek_non_space(handle: IO[bytes]) -> bytes:
@@ -375,12 +477,14 @@ def _json_array_records(path: Path, handle: IO[bytes]) -> Iterator[tuple[int, An
         position = end
 
 
-def _bson_records(path: Path) -> Iterator[tuple[int, bytes]]:
-    offset = 0
+def _bson_records(path: Path, part: FilePart | None = None) -> Iterator[tuple[int, bytes]]:
+    offset = part.start if part is not None else 0
+    end = part.end if part is not None else None
     with _open(path) as handle:
         read = handle.read
         try:
-            while True:
+            handle.seek(offset)
+            while end is None or offset < end:
                 header = read(4)
                 if not header:
                     return

@@ -235,7 +235,7 @@ class MongoSource(Source):
                 index.usage_since = since.strftime("%Y-%m-%dT%H:%M:%SZ") if since is not None else None
         return indexes, notes
 
-    def documents(self, name: str, sample_size: int | None, decoded: bool = True) -> DocumentStream:
+    def documents(self, name: str, sample_size: int | None, decoded: bool = True, part: Any = None) -> DocumentStream:
         size = sample_size or DEFAULT_SAMPLE_SIZE
         collection = self.db[name]
         try:
