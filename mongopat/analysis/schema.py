@@ -221,6 +221,8 @@ def walk_document(shape: DocumentShape, doc: dict[str, Any]) -> None:
 
 
 def walk_array(slot: Slot, items: list[Any]) -> None:
+    # Same branches as walk_document, written out again on purpose: a shared helper would add a
+    # function call per value to the hottest loop of the tool.
     append = slot.buffer.append
     for index, value in enumerate(items):
         kind = type(value)

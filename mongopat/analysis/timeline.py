@@ -68,14 +68,9 @@ class TimeProfile:
         self.last = high if self.last is None else max(self.last, high)
         self.n += len(epochs)
         seconds = [int(e // 1) for e in epochs]
-        if self.per_second is not None:
-            self.per_second.update(seconds)
-            if len(self.per_second) > self.bucket_limit:
-                self.per_second = None
+        self.per_second = self._counted(self.per_second, seconds)
         if self.per_minute is not None:
-            self.per_minute.update(s // 60 for s in seconds)
-            if len(self.per_minute) > self.bucket_limit:
-                self.per_minute = None
+            self.per_minute = self._counted(self.per_minute, [s // 60 for s in seconds])
         self.per_hour.update(s // 3600 for s in seconds)
 
     def merge(self, other: TimeProfile) -> None:
@@ -84,19 +79,22 @@ class TimeProfile:
         self.first = other.first if self.first is None else min(self.first, other.first)
         self.last = other.last if self.last is None else max(self.last, other.last)
         self.n += other.n
-        if self.per_second is not None and other.per_second is not None:
-            self.per_second.update(other.per_second)
-            if len(self.per_second) > self.bucket_limit:
-                self.per_second = None
-        else:
-            self.per_second = None
-        if self.per_minute is not None and other.per_minute is not None:
-            self.per_minute.update(other.per_minute)
-            if len(self.per_minute) > self.bucket_limit:
-                self.per_minute = None
-        else:
-            self.per_minute = None
+        self.per_second = self._merged(self.per_second, other.per_second)
+        self.per_minute = self._merged(self.per_minute, other.per_minute)
         self.per_hour.update(other.per_hour)
+
+    def _counted(self, counter: Counter[int] | None, keys: list[int]) -> Counter[int] | None:
+        if counter is None:
+            return None
+        counter.update(keys)
+        return counter if len(counter) <= self.bucket_limit else None
+
+    def _merged(self, mine: Counter[int] | None, theirs: Counter[int] | None) -> Counter[int] | None:
+        """Both parts' buckets, or None when either part (or the sum) outgrew the bound."""
+        if mine is None or theirs is None:
+            return None
+        mine.update(theirs)
+        return mine if len(mine) <= self.bucket_limit else None
 
     def to_dict(self, scale: float = 1.0) -> dict:
         assert self.first is not None and self.last is not None
