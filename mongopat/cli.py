@@ -22,12 +22,15 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Table
 
 from mongopat import __version__, command
 from mongopat.analysis.collection import AnalyzeOptions
 from mongopat.errors import EXIT_USAGE, MongopatError
 from mongopat.render.console import print_report
-from mongopat.report import write_report
+from mongopat.render.recommendations import print_recommendations, to_markdown
+from mongopat.report import load_report, write_report
+from mongopat.rules import registry
 from mongopat.sources import SourceSpec
 from mongopat.sources.mongo import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS, describe_error
 
@@ -262,6 +265,104 @@ def analyze(
         return 0
 
     run(body, uri)
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  mongopat recommend --dump ./export --access access.yaml\n\n"
+        "  mongopat recommend --report report.json --access access.yaml --format markdown > advice.md\n\n"
+        "  mongopat recommend --report report.json --threshold MP201.warn_length=500 --format json"
+    )
+)
+def recommend(
+    report: Annotated[str | None, typer.Option("--report", help="A report from 'mongopat analyze --output'.")] = None,
+    access: Annotated[
+        str | None, typer.Option("--access", "-a", help="Access-pattern YAML: what the application does.")
+    ] = None,
+    threshold: Annotated[
+        list[str] | None, typer.Option("--threshold", "-t", help="Override a rule threshold: RULE.KEY=NUMBER.")
+    ] = None,
+    rule: Annotated[list[str] | None, typer.Option("--rule", "-r", help="Run only this rule (code or name).")] = None,
+    uri: UriOption = None,
+    dump: DumpOption = None,
+    db: DbOption = None,
+    collection: CollectionOption = None,
+    sample: Annotated[int | None, typer.Option("--sample", help="Documents to read per collection.")] = None,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Also write the JSON result to this file.")
+    ] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
+    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
+    max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
+    read_preference: ReadPrefOption = "secondaryPreferred",
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Recommend design patterns and flag anti-patterns from measured evidence and declared access patterns."""
+    apply_output_flags(quiet, verbose)
+
+    def body() -> int:
+        _check_format(format, ("table", "json", "markdown"))
+        if report and (uri or dump):
+            raise MongopatError("give either --report or a source (--uri/--dump), not both")
+        if report:
+            data = load_report(report)
+        else:
+            spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference)
+            progress, start = progress_factory()
+            options = AnalyzeOptions(sample_size=sample)
+            if progress is not None:
+                with progress:
+                    data = command.analyze(spec, collection, options, start)
+            else:
+                data = command.analyze(spec, collection, options)
+        result = command.recommend(data, access, command.parse_threshold_options(threshold or []), rule)
+        if output:
+            write_report(result, output)
+        if format == "json":
+            emit_json(result)
+        elif format == "markdown":
+            sys.stdout.write(to_markdown(result))
+        else:
+            print_recommendations(result, State.stdout(), verbose=State.verbose)
+        return 0
+
+    run(body, uri)
+
+
+@app.command(name="rules")
+def list_rules(
+    format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+) -> None:
+    """List the detectors: code, name, kind, thresholds and what each looks for."""
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        rules = [
+            {
+                "code": r.code,
+                "name": r.name,
+                "kind": r.kind,
+                "title": r.title,
+                "thresholds": dict(r.defaults),
+                "description": " ".join((r.__doc__ or "").split()),
+            }
+            for r in registry()
+        ]
+        if format == "json":
+            emit_json({"rules": rules})
+            return 0
+        table = Table(header_style="bold")
+        for column in ("code", "name", "kind", "thresholds", "what it looks for"):
+            table.add_column(column)
+        for r in rules:
+            thresholds = ", ".join(f"{k}={v:,.0f}" if v >= 1000 else f"{k}={v:g}" for k, v in r["thresholds"].items())
+            table.add_row(r["code"], r["name"], r["kind"], thresholds, r["description"])
+        State.stdout().print(table)
+        return 0
+
+    run(body)
 
 
 def main() -> None:

@@ -5,13 +5,17 @@ bad input; printing is the caller's business.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import Any
 
+from mongopat.access import load_access_file
 from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis, analyze_collection
 from mongopat.analysis.references import find_references
 from mongopat.errors import InputError
 from mongopat.report import build_report
+from mongopat.rules import Context, registry, run_rules
+from mongopat.rules.base import SEVERITIES
 from mongopat.sources import Source, SourceSpec, open_source
 
 # Called once per collection with (name, expected documents or None); returns the per-batch callback.
@@ -68,3 +72,73 @@ def analyze_source(
     return build_report(
         source.kind, source.location, source.database, [analyses[name].to_dict() for name in names], notes
     )
+
+
+def recommend(
+    report: dict[str, Any],
+    access_path: str | None = None,
+    thresholds: dict[str, dict[str, float]] | None = None,
+    rules: list[str] | None = None,
+) -> dict[str, Any]:
+    """Join a report with an access-pattern file and run every detector; returns ``{"recommendations": ...}``."""
+    access = None
+    if access_path:
+        known = [c["name"] for c in report["collections"]]
+        access = load_access_file(access_path, known_collections=known)
+        if access.database and access.database != report["source"]["database"]:
+            raise InputError(
+                f"{access_path} describes database {access.database!r}, the data is {report['source']['database']!r}",
+                hint="point --access at the file for this database, or fix its 'database:' key",
+            )
+    validate_thresholds(thresholds or {})
+    if rules:
+        known_rules = {r.code for r in registry()} | {r.name for r in registry()}
+        unknown = [r for r in rules if r not in known_rules]
+        if unknown:
+            raise InputError(f"unknown rule {', '.join(unknown)}", hint="mongopat rules lists them")
+    context = Context(report, access, thresholds)
+    found = run_rules(context, set(rules) if rules else None)
+    by_severity = {name: sum(1 for r in found if r.severity == name) for name in SEVERITIES}
+    return {
+        "recommendations_version": 1,
+        "source": report["source"],
+        "access_file": access_path,
+        "summary": {
+            "total": len(found),
+            "by_severity": by_severity,
+            "collections": sorted({r.collection for r in found if r.collection}),
+        },
+        "recommendations": [r.to_dict() for r in found],
+    }
+
+
+def validate_thresholds(thresholds: dict[str, dict[str, float]]) -> None:
+    rules = {rule.code: rule for rule in registry()}
+    for code, values in thresholds.items():
+        rule = rules.get(code)
+        if rule is None:
+            close = difflib.get_close_matches(code, sorted(rules), n=1)
+            raise InputError(f"unknown rule {code!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+        for key in values:
+            if key not in rule.defaults:
+                raise InputError(
+                    f"rule {code} has no threshold {key!r}",
+                    hint=f"its thresholds: {', '.join(rule.defaults) or 'none'}",
+                )
+
+
+def parse_threshold_options(items: list[str]) -> dict[str, dict[str, float]]:
+    """``["MP201.warn_length=500"]`` (rule code or name) -> ``{"MP201": {"warn_length": 500.0}}``."""
+    by_name = {rule.name: rule.code for rule in registry()}
+    out: dict[str, dict[str, float]] = {}
+    for item in items:
+        target, _, value = item.partition("=")
+        rule, _, key = target.partition(".")
+        if not rule or not key or not value:
+            raise InputError(f"--threshold {item!r}: expected RULE.KEY=NUMBER, e.g. MP201.warn_length=500")
+        try:
+            number = float(value)
+        except ValueError:
+            raise InputError(f"--threshold {item!r}: {value!r} is not a number") from None
+        out.setdefault(by_name.get(rule, rule), {})[key] = number
+    return out

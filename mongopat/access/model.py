@@ -1,0 +1,115 @@
+"""What an application does with its collections: the parsed access-pattern file (version 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mongopat.expressions import Expression
+
+FILTER_OPERATORS = (
+    "eq", "ne", "in", "nin", "range", "gt", "gte", "lt", "lte", "exists", "regex", "text", "geo", "elemMatch",
+)  # fmt: skip
+RANGE_OPERATORS = ("range", "gt", "gte", "lt", "lte")
+
+
+@dataclass
+class Location:
+    """Where a value stands in the file, for messages: ``access.yaml:12:9``."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass
+class Lookup:
+    source: str  # ``from``
+    local: str
+    foreign: str = "_id"
+    fields: list[str] = field(default_factory=list)
+    as_field: str | None = None
+
+
+@dataclass
+class Aggregate:
+    source: str
+    local: str
+    foreign: str
+    compute: dict[str, dict[str, Any]]
+
+
+@dataclass
+class Embed:
+    field: str
+    sort: dict[str, int] = field(default_factory=dict)
+    limit: int | None = None
+
+
+@dataclass
+class Query:
+    name: str
+    per_sec: float | None = None
+    filter: dict[str, str] = field(default_factory=dict)
+    sort: dict[str, int] = field(default_factory=dict)
+    limit: int | None = None
+    fields: list[str] = field(default_factory=list)
+    derive: dict[str, Expression] = field(default_factory=dict)
+    lookup: Lookup | None = None
+    aggregate: Aggregate | None = None
+    embed: Embed | None = None
+    location: Location | None = None
+
+    def filters_with(self, operators: tuple[str, ...]) -> list[str]:
+        return [name for name, op in self.filter.items() if op in operators]
+
+
+@dataclass
+class CounterSpec:
+    field: str
+    increments_per_sec: float
+    exact: bool = True
+
+
+@dataclass
+class History:
+    keep_versions: bool = False
+    restore: bool = False
+
+
+@dataclass
+class Writes:
+    inserts_per_sec: float | None = None
+    updates_per_sec: float | None = None
+    deletes_per_sec: float | None = None
+
+    def total(self) -> float:
+        return sum(v for v in (self.inserts_per_sec, self.updates_per_sec, self.deletes_per_sec) if v)
+
+
+@dataclass
+class CollectionAccess:
+    name: str
+    writes: Writes = field(default_factory=Writes)
+    queries: list[Query] = field(default_factory=list)
+    counters: list[CounterSpec] = field(default_factory=list)
+    history: History | None = None
+    description: str | None = None
+
+    def reads_per_sec(self) -> float:
+        return sum(q.per_sec or 0 for q in self.queries)
+
+
+@dataclass
+class AccessFile:
+    path: str
+    version: int
+    database: str | None
+    collections: dict[str, CollectionAccess]
+    thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def collection(self, name: str) -> CollectionAccess | None:
+        return self.collections.get(name)

@@ -1,0 +1,206 @@
+"""The small expression language of ``derive`` in access-pattern files: ``sum(items.price * items.qty)``.
+
+Grammar::
+
+    expression := [function "("] arithmetic [")"]       function: sum avg min max count
+    arithmetic := term (("+" | "-" | "*" | "/") term)*
+    term       := path | number | "(" arithmetic ")"
+    path       := name ("." name)*
+
+It is parsed, never evaluated with ``eval``: the tree can be evaluated on a document in Python, or
+rendered as a MongoDB aggregation expression. Paths that go through an array (``items.price``) are
+evaluated per element of that array, and the function folds the per-element values.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+FUNCTIONS = ("sum", "avg", "min", "max", "count")
+_TOKEN = re.compile(r"\s*(?:(?P<number>\d+(?:\.\d+)?)|(?P<path>[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)|(?P<op>[-+*/()]))")
+
+
+class ExpressionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Path:
+    path: str
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    op: str
+    left: Any
+    right: Any
+
+
+@dataclass(frozen=True)
+class Expression:
+    function: str | None
+    body: Any
+    text: str
+
+    def paths(self) -> list[str]:
+        found: list[str] = []
+        _collect(self.body, found)
+        return found
+
+    def array_prefix(self) -> str | None:
+        """The array the function folds over: the longest common leading segment of the paths."""
+        paths = self.paths()
+        if self.function is None or not paths:
+            return None
+        heads = {p.split(".")[0] for p in paths if "." in p}
+        return heads.pop() if len(heads) == 1 else None
+
+
+def _collect(node: Any, found: list[str]) -> None:
+    if isinstance(node, Path):
+        found.append(node.path)
+    elif isinstance(node, BinaryOp):
+        _collect(node.left, found)
+        _collect(node.right, found)
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    tokens, position = [], 0
+    while position < len(text):
+        if text[position:].strip() == "":
+            break
+        match = _TOKEN.match(text, position)
+        if not match:
+            raise ExpressionError(f"unexpected {text[position:].strip()[:10]!r} at character {position + 1}")
+        kind = match.lastgroup
+        tokens.append((kind or "", match.group(kind or 0)))
+        position = match.end()
+    return tokens
+
+
+def parse(text: str) -> Expression:
+    if not isinstance(text, str) or not text.strip():
+        raise ExpressionError("an expression is a non-empty string, e.g. sum(items.price * items.qty)")
+    tokens = _tokens(text)
+    function = None
+    if len(tokens) >= 3 and tokens[0][0] == "path" and tokens[1] == ("op", "("):
+        name = tokens[0][1]
+        if name not in FUNCTIONS:
+            raise ExpressionError(f"unknown function {name!r} (known: {', '.join(FUNCTIONS)})")
+        if tokens[-1] != ("op", ")"):
+            raise ExpressionError(f"{name}( is not closed")
+        function, tokens = name, tokens[2:-1]
+    parser = _Parser(tokens)
+    body = parser.arithmetic()
+    if parser.position != len(tokens):
+        raise ExpressionError(f"unexpected {tokens[parser.position][1]!r}")
+    return Expression(function, body, text)
+
+
+class _Parser:
+    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+        self.tokens = tokens
+        self.position = 0
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def arithmetic(self) -> Any:
+        node = self.product()
+        while (token := self.peek()) and token in (("op", "+"), ("op", "-")):
+            self.position += 1
+            node = BinaryOp(token[1], node, self.product())
+        return node
+
+    def product(self) -> Any:
+        node = self.term()
+        while (token := self.peek()) and token in (("op", "*"), ("op", "/")):
+            self.position += 1
+            node = BinaryOp(token[1], node, self.term())
+        return node
+
+    def term(self) -> Any:
+        token = self.peek()
+        if token is None:
+            raise ExpressionError("the expression ends too early")
+        self.position += 1
+        kind, text = token
+        if kind == "number":
+            return Number(float(text))
+        if kind == "path":
+            return Path(text)
+        if token == ("op", "("):
+            node = self.arithmetic()
+            if self.peek() != ("op", ")"):
+                raise ExpressionError("missing )")
+            self.position += 1
+            return node
+        raise ExpressionError(f"unexpected {text!r}")
+
+
+# -- evaluation on a document (pure) -------------------------------------------------------------
+
+
+def _lookup(document: Any, path: str) -> Any:
+    value = document
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _arith(node: Any, scope: Any) -> float | None:
+    if isinstance(node, Number):
+        return node.value
+    if isinstance(node, Path):
+        value = _lookup(scope, node.path)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    left, right = _arith(node.left, scope), _arith(node.right, scope)
+    if left is None or right is None:
+        return None
+    if node.op == "+":
+        return left + right
+    if node.op == "-":
+        return left - right
+    if node.op == "*":
+        return left * right
+    return left / right if right else None
+
+
+def _strip_prefix(node: Any, prefix: str) -> Any:
+    if isinstance(node, Path) and node.path.startswith(prefix + "."):
+        return Path(node.path[len(prefix) + 1 :])
+    if isinstance(node, BinaryOp):
+        return BinaryOp(node.op, _strip_prefix(node.left, prefix), _strip_prefix(node.right, prefix))
+    return node
+
+
+def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
+    """The value of ``expression`` for ``document`` (None when inputs are missing)."""
+    if expression.function is None:
+        return _arith(expression.body, document)
+    prefix = expression.array_prefix()
+    elements = _lookup(document, prefix) if prefix else None
+    if isinstance(elements, list):
+        body = _strip_prefix(expression.body, prefix)
+        values = [_arith(body, element) for element in elements if isinstance(element, dict)]
+    else:
+        values = [_arith(expression.body, document)]
+    if expression.function == "count":
+        return len(elements) if isinstance(elements, list) else sum(v is not None for v in values)
+    values = [v for v in values if v is not None]
+    if expression.function == "sum":
+        return round(sum(values), 10) if values else 0
+    if not values:
+        return None
+    if expression.function == "avg":
+        return sum(values) / len(values)
+    return min(values) if expression.function == "min" else max(values)

@@ -1,0 +1,108 @@
+"""Recommendations for people: rich tables on a terminal, Markdown for pull requests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _where(rec: dict[str, Any]) -> str:
+    return rec["collection"] or ", ".join(rec["evidence"].get("collections", [])) or "(database)"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def print_recommendations(result: dict[str, Any], console: Console, verbose: bool = False) -> None:
+    recs = result["recommendations"]
+    summary = result["summary"]["by_severity"]
+    heading = Text(f"{len(recs)} recommendation(s): ", style="bold")
+    heading.append(", ".join(f"{summary[s]} {s}" for s in ("error", "warning", "info")))
+    console.print(heading)
+    if not recs:
+        console.print("No pattern or anti-pattern applies: the collections look healthy for what is known.")
+        return
+    table = Table(header_style="bold")
+    for column in ("severity", "code", "pattern", "collection", "fields", "confidence", "title"):
+        table.add_column(column, no_wrap=column in ("severity", "code"))
+    for rec in recs:
+        table.add_row(
+            Text(rec["severity"], style=SEVERITY_STYLE[rec["severity"]]),
+            rec["code"],
+            rec["pattern"],
+            _where(rec),
+            ", ".join(rec["fields"][:4]) + (" …" if len(rec["fields"]) > 4 else ""),
+            f"{rec['confidence']:.2f}",
+            rec["title"],
+        )
+    console.print(table)
+    for rec in recs:
+        console.print()
+        title = Text(f"{rec['code']} {rec['pattern']}", style=SEVERITY_STYLE[rec["severity"]])
+        title.append(f" · {_where(rec)} · {rec['title']}", style="bold")
+        console.print(title)
+        console.print(Text(rec["rationale"]), soft_wrap=False)
+        evidence = Table(box=None, show_header=False, pad_edge=False)
+        evidence.add_column(style="dim")
+        evidence.add_column()
+        for key, value in rec["evidence"].items():
+            evidence.add_row(f"  {key}", _value(value))
+        console.print(evidence)
+        for tradeoff in rec["tradeoffs"]:
+            console.print(Text(f"  trade-off: {tradeoff}", style="dim"))
+        if rec["migration"] and verbose:
+            console.print(Text("  migration: " + json.dumps(rec["migration"], default=str), style="dim"))
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    recs = result["recommendations"]
+    by = result["summary"]["by_severity"]
+    lines = [
+        f"## mongopat: {len(recs)} recommendation(s) for `{result['source']['database']}`",
+        "",
+        f"{by['error']} error · {by['warning']} warning · {by['info']} info",
+        "",
+    ]
+    if not recs:
+        lines.append("No pattern or anti-pattern applies.")
+        return "\n".join(lines) + "\n"
+    lines += ["| severity | code | pattern | collection | confidence | title |", "|---|---|---|---|---|---|"]
+    for rec in recs:
+        lines.append(
+            f"| {rec['severity']} | {rec['code']} | {rec['pattern']} | {_where(rec)} | {rec['confidence']:.2f} "
+            f"| {_escape(rec['title'])} |"
+        )
+    for rec in recs:
+        lines += ["", f"### {rec['code']} {rec['pattern']}: {_where(rec)}", "", _escape(rec["rationale"]), ""]
+        lines += ["| evidence | value |", "|---|---|"]
+        lines += [f"| {key} | {_escape(_value(value))} |" for key, value in rec["evidence"].items()]
+        if rec["tradeoffs"]:
+            lines += ["", "Trade-offs:", ""] + [f"- {_escape(t)}" for t in rec["tradeoffs"]]
+        if rec["migration"]:
+            lines += [
+                "",
+                "Migration step:",
+                "",
+                "```yaml",
+                yaml.safe_dump(rec["migration"], sort_keys=False).rstrip(),
+                "```",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,38 @@
+import datetime
+
+from tests.rules.helpers import START, findings, healthy_collection, report_of
+
+
+def test_subset_too_large(tmp_path):
+    access = (
+        "version: 1\ncollections:\n  posts:\n    queries:\n      - {name: p, embed: {field: comments, limit: 500}}\n"
+    )
+    [rec] = findings(report_of(tmp_path, {"posts": healthy_collection()}), access, rule="MP207")
+    assert rec.title == "Subset too large"
+    assert (
+        findings(
+            report_of(tmp_path, {"posts": healthy_collection()}),
+            access,
+            thresholds={"MP207": {"max_subset": 1000}},
+            rule="MP207",
+        )
+        == []
+    )
+
+
+def test_buckets_too_small(tmp_path):
+    buckets = [
+        {
+            "_id": i,
+            "sensor": "s",
+            "count": 2,
+            "readings": [{"t": START + datetime.timedelta(seconds=j), "v": 1} for j in range(2)],
+        }
+        for i in range(30)
+    ]
+    [rec] = findings(report_of(tmp_path, {"buckets": buckets}), rule="MP207")
+    assert rec.title == "Buckets too small" and rec.evidence["median_bucket_length"] == 2
+
+
+def test_silent_on_healthy_collections(tmp_path):
+    assert findings(report_of(tmp_path, {"things": healthy_collection()}), rule="MP207") == []
