@@ -26,6 +26,8 @@ from rich.table import Table
 
 from mongopat import __version__, command
 from mongopat.analysis.collection import AnalyzeOptions
+from mongopat.draft.render import to_json as draft_json
+from mongopat.draft.render import to_yaml
 from mongopat.errors import EXIT_USAGE, MongopatError
 from mongopat.render.console import print_report
 from mongopat.render.recommendations import print_recommendations, to_markdown
@@ -363,6 +365,100 @@ def list_rules(
         return 0
 
     run(body)
+
+
+access_app = typer.Typer(help="Access-pattern files: draft one from what the deployment records.", no_args_is_help=True)
+app.add_typer(access_app, name="access")
+
+
+@access_app.command(
+    "draft",
+    epilog=(
+        "Examples:\n\n"
+        "  mongopat access draft --log /var/log/mongodb/mongod.log --db shop > access.yaml\n\n"
+        "  mongopat access draft --uri mongodb://monitor@db1/shop --top-interval 30 -o access.yaml\n\n"
+        "  mongopat access draft --dump ./export --log mongod.log.gz --format json"
+    ),
+)
+def access_draft(
+    log: Annotated[
+        list[str] | None, typer.Option("--log", "-l", help="MongoDB JSON log file (plain or gzip); repeatable.")
+    ] = None,
+    top_interval: Annotated[
+        float, typer.Option("--top-interval", help="Seconds between the two 'top' readings.", min=0.1)
+    ] = 10.0,
+    uri: UriOption = None,
+    dump: DumpOption = None,
+    db: DbOption = None,
+    sample: Annotated[
+        int | None, typer.Option("--sample", help="Documents to read per collection for insert rates.")
+    ] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the YAML here instead of stdout.")] = None,
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="yaml (the file) or json (the file and the evidence).")
+    ] = "yaml",
+    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
+    max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
+    read_preference: ReadPrefOption = "secondaryPreferred",
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Draft an access-pattern file from logs, top, $queryStats, the profiler and the collections (reads only)."""
+    apply_output_flags(quiet, verbose)
+
+    def body() -> int:
+        _check_format(format, ("yaml", "json"))
+        spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference)
+        console = State.stderr()
+        progress = None
+        if log and not State.quiet and console.is_terminal:
+            progress = Progress(
+                TextColumn("reading logs"), BarColumn(), TimeElapsedColumn(), console=console, transient=True
+            )
+        if progress is not None:
+            total = sum(os.path.getsize(p) for p in log or [] if os.path.exists(p))
+            with progress:
+                task = progress.add_task("logs", total=total or None)
+                draft = command.draft_access(
+                    spec, log, top_interval, sample, lambda done: progress.update(task, completed=done)
+                )
+        else:
+            draft = command.draft_access(spec, log, top_interval, sample)
+        text = to_yaml(draft)
+        if output:
+            try:
+                with open(output, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+            except OSError as exc:
+                raise MongopatError(f"cannot write {output}: {exc.strerror or exc}") from None
+        if format == "json":
+            emit_json(draft_json(draft))
+        elif not output:
+            sys.stdout.write(text)
+        if not State.quiet:
+            print_draft_summary(draft, console)
+        if not draft.has_evidence():
+            console.print(
+                "error: no source gave evidence. Enable one: profiling (db.setProfilingLevel(1)), $queryStats "
+                "(MongoDB 7.1+, queryStatsRead), the 'top' command (clusterMonitor), or pass --log mongod.log",
+                markup=False,
+                soft_wrap=True,
+            )
+            return 1
+        return 0
+
+    run(body, uri)
+
+
+def print_draft_summary(draft, console: Console) -> None:
+    table = Table(title="sources", header_style="bold")
+    for column in ("source", "used", "entries", "detail"):
+        table.add_column(column)
+    for status in draft.statuses:
+        table.add_row(status.name, "yes" if status.used else "no", str(status.entries), status.detail)
+    console.print(table)
+    for flag in draft.flags():
+        console.print(f"flag: {flag['collection']}.{flag['query']}: {flag['flag']}", markup=False, soft_wrap=True)
 
 
 def main() -> None:

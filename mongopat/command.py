@@ -12,11 +12,14 @@ from typing import Any
 from mongopat.access import load_access_file
 from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis, analyze_collection
 from mongopat.analysis.references import find_references
+from mongopat.draft.build import Draft, build_draft
+from mongopat.draft.logs import scan_logs
+from mongopat.draft.server import SourceStatus, probe_server
 from mongopat.errors import InputError
 from mongopat.report import build_report
 from mongopat.rules import Context, registry, run_rules
 from mongopat.rules.base import SEVERITIES
-from mongopat.sources import Source, SourceSpec, open_source
+from mongopat.sources import MongoSource, Source, SourceSpec, open_source
 
 # Called once per collection with (name, expected documents or None); returns the per-batch callback.
 ProgressFactory = Callable[[str, int | None], Callable[[int], None]]
@@ -142,3 +145,61 @@ def parse_threshold_options(items: list[str]) -> dict[str, dict[str, float]]:
             raise InputError(f"--threshold {item!r}: {value!r} is not a number") from None
         out.setdefault(by_name.get(rule, rule), {})[key] = number
     return out
+
+
+def draft_access(
+    spec: SourceSpec,
+    logs: list[str] | None = None,
+    top_interval: float = 10.0,
+    sample_size: int | None = None,
+    log_progress: Callable[[int], None] | None = None,
+) -> Draft:
+    """Draft an access-pattern file from logs, ``top``, ``$queryStats``, the profiler and the data itself.
+
+    Reads only; every source is optional and what could not be used is reported in the draft's statuses.
+    """
+    statuses: list[SourceStatus] = []
+    database = spec.db
+    log_scan = None
+    if logs:
+        log_scan = scan_logs(logs, database, log_progress)
+        databases = sorted({db for db, _shape in log_scan.observations})
+        if database is None and not (spec.uri or spec.dump):
+            if len(databases) > 1:
+                raise InputError(
+                    f"the logs hold several databases ({', '.join(databases)})", hint="choose one with --db"
+                )
+            database = databases[0] if databases else None
+        detail = f"{log_scan.slow_queries:,} slow queries in {len(logs)} file(s), {log_scan.lines:,} lines" + (
+            f", {log_scan.malformed:,} malformed lines skipped" if log_scan.malformed else ""
+        )
+        statuses.append(SourceStatus("log", log_scan.slow_queries > 0, detail, log_scan.slow_queries))
+    server = None
+    data_rates: dict[str, tuple[float, str]] = {}
+    known: list[str] = []
+    if spec.uri or spec.dump:
+        with open_source(spec) as source:
+            database = source.database
+            if isinstance(source, MongoSource):
+                server = probe_server(source.client, database, top_interval)
+                statuses.extend(server.statuses)
+            report = analyze_source(source, None, AnalyzeOptions(sample_size=sample_size))
+        known = [c["name"] for c in report["collections"]]
+        for collection in report["collections"]:
+            profile = next((p for p in collection["time"] if p["field"] == "_id"), None)
+            if profile and profile["avg_per_sec"]:
+                why = (f"inserts measured from _id timestamps of {profile['documents']:,} documents "
+                       f"between {profile['first']} and {profile['last']}")  # fmt: skip
+                data_rates[collection["name"]] = (profile["avg_per_sec"], why)
+        statuses.append(
+            SourceStatus(
+                "collections", bool(data_rates), f"insert rates of {len(data_rates)} collection(s)", len(data_rates)
+            )
+        )
+    if database is None:
+        raise InputError(
+            "nothing to draft from", hint="pass --log FILE, --uri URI or --dump DIR (and --db when needed)"
+        )
+    if log_scan is not None:
+        log_scan.observations = {key: value for key, value in log_scan.observations.items() if key[0] == database}
+    return build_draft(database, server, log_scan, data_rates, statuses, known)

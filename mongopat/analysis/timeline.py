@@ -30,6 +30,13 @@ def objectid_epoch(oid: ObjectId) -> int:
     return int.from_bytes(oid.binary[:4], "big")
 
 
+def significant(value: float, digits: int = 4) -> float:
+    """``value`` to ``digits`` significant figures (small rates must not round to zero)."""
+    if value == 0:
+        return 0.0
+    return float(f"{value:.{digits}g}")
+
+
 def iso(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -109,8 +116,8 @@ class TimeProfile:
             "first": iso(self.first),
             "last": iso(self.last),
             "span_seconds": round(span, 3),
-            "avg_per_sec": round(estimated / span, 4) if span > 0 else None,
-            "avg_per_hour": round(estimated / span * 3600, 2) if span > 0 else None,
+            "avg_per_sec": significant(estimated / span) if span > 0 else None,
+            "avg_per_hour": significant(estimated / span * 3600) if span > 0 else None,
             "peak_per_second": None,
             "peak_per_minute": None,
             "peak_per_hour": round(max(self.per_hour.values()) * scale) if self.per_hour else None,
