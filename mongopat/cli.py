@@ -9,9 +9,11 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 from pymongo.errors import PyMongoError
 from rich.console import Console
 from rich.progress import (
@@ -29,7 +31,11 @@ from mongopat.analysis.collection import AnalyzeOptions
 from mongopat.draft.render import to_json as draft_json
 from mongopat.draft.render import to_yaml
 from mongopat.errors import EXIT_USAGE, MongopatError
+from mongopat.migrate.plan import load_recommendations
+from mongopat.migrate.plan import plan as plan_migrations
+from mongopat.migrate.script import write_new as write_new_migration
 from mongopat.render.console import print_report
+from mongopat.render.html import render_html
 from mongopat.render.recommendations import print_recommendations, to_markdown
 from mongopat.report import load_report, write_report
 from mongopat.rules import registry
@@ -141,6 +147,11 @@ ReadPrefOption = Annotated[
     typer.Option("--read-preference", help="primary, primaryPreferred, secondary, secondaryPreferred, nearest."),
 ]
 FormatOption = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+HtmlOption = Annotated[str | None, typer.Option("--html", help="Also write a self-contained HTML report to this file.")]
+ShowValuesOption = Annotated[
+    bool,
+    typer.Option("--show-values", help="Show field values (top values, an example document) in HTML; off by default."),
+]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors.")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Notes on how each figure was obtained.")]
 
@@ -195,6 +206,16 @@ def progress_factory(total_hint: Callable[[str], int | None] | None = None):
     return progress, start
 
 
+def write_text(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise MongopatError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not State.quiet:
+        State.stderr().print(f"written to {path}", markup=False)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
@@ -234,6 +255,8 @@ def analyze(
         ),
     ] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the JSON report to this file.")] = None,
+    html: HtmlOption = None,
+    show_values: ShowValuesOption = False,
     format: FormatOption = "table",
     timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
     max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
@@ -247,7 +270,7 @@ def analyze(
     def body() -> int:
         _check_format(format, ("table", "json"))
         spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference, seed)
-        options = AnalyzeOptions(sample_size=sample, distinct_limit=distinct_limit)
+        options = AnalyzeOptions(sample_size=sample, distinct_limit=distinct_limit, keep_example=show_values)
         if workers is not None:
             options.workers = workers
         progress, start = progress_factory()
@@ -258,6 +281,8 @@ def analyze(
             report = command.analyze(spec, collection, options)
         if output:
             write_report(report, output)
+        if html:
+            write_text(html, render_html(report, None, show_values))
         if format == "json":
             emit_json(report)
         elif not State.quiet or not output:
@@ -294,6 +319,8 @@ def recommend(
     output: Annotated[
         str | None, typer.Option("--output", "-o", help="Also write the JSON result to this file.")
     ] = None,
+    html: HtmlOption = None,
+    show_values: ShowValuesOption = False,
     format: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
     timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
     max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
@@ -313,7 +340,7 @@ def recommend(
         else:
             spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference)
             progress, start = progress_factory()
-            options = AnalyzeOptions(sample_size=sample)
+            options = AnalyzeOptions(sample_size=sample, keep_example=show_values)
             if progress is not None:
                 with progress:
                     data = command.analyze(spec, collection, options, start)
@@ -322,6 +349,8 @@ def recommend(
         result = command.recommend(data, access, command.parse_threshold_options(threshold or []), rule)
         if output:
             write_report(result, output)
+        if html:
+            write_text(html, render_html(data, result, show_values))
         if format == "json":
             emit_json(result)
         elif format == "markdown":
@@ -426,11 +455,7 @@ def access_draft(
             draft = command.draft_access(spec, log, top_interval, sample)
         text = to_yaml(draft)
         if output:
-            try:
-                with open(output, "w", encoding="utf-8") as handle:
-                    handle.write(text)
-            except OSError as exc:
-                raise MongopatError(f"cannot write {output}: {exc.strerror or exc}") from None
+            write_text(output, text)
         if format == "json":
             emit_json(draft_json(draft))
         elif not output:
@@ -448,6 +473,106 @@ def access_draft(
         return 0
 
     run(body, uri)
+
+
+migrate_app = typer.Typer(
+    help="Versioned migrations: plan them from recommendations, write them by hand.", no_args_is_help=True
+)
+app.add_typer(migrate_app, name="migrate")
+DirOption = Annotated[str, typer.Option("--dir", help="The migrations folder.")]
+
+
+@migrate_app.command(
+    "plan",
+    epilog=(
+        "Examples:\n\n"
+        "  mongopat recommend --dump ./export --access access.yaml -f json -o recs.json\n\n"
+        "  mongopat migrate plan --from recs.json\n\n"
+        "  mongopat migrate plan --from recs.json --only MP101 --only orders --dry-run"
+    ),
+)
+def migrate_plan(
+    from_: Annotated[str, typer.Option("--from", help="Recommendations from 'mongopat recommend --format json'.")],
+    dir: DirOption = "migrations",
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Rule code, pattern or collection to plan (repeatable).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be written; write nothing.")] = False,
+    format: FormatOption = "table",
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Write one migration file per recommendation that carries a migration, for review and commit."""
+    apply_output_flags(quiet, verbose)
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        recommendations = load_recommendations(from_)
+        files, notes = plan_migrations(recommendations, Path(dir), only, dry_run=True)
+        if files and not dry_run:
+            if not yes and sys.stdin.isatty() and not typer.confirm(f"Write {len(files)} migration file(s) to {dir}?"):
+                return 1
+            files, notes = plan_migrations(recommendations, Path(dir), only, dry_run=False)
+        if format == "json":
+            listed = [
+                {"path": str(f.path), "code": f.code, "collection": f.collection, "description": f.description}
+                for f in files
+            ]
+            emit_json({"written": not dry_run, "files": listed, "notes": notes})
+            return 0
+        console = State.stdout()
+        verb = "would write" if dry_run else "wrote"
+        for planned in files:
+            console.print(
+                f"{verb} {planned.path}  ({planned.code} on {planned.collection}: {planned.description})", markup=False
+            )
+        for note in notes:
+            console.print(f"skipped: {note}", markup=False, style="dim")
+        if not files:
+            console.print("nothing to plan", markup=False)
+        elif not dry_run:
+            console.print(f"review the files, commit them, then: mongopat migrate up --dir {dir}", markup=False)
+        return 0
+
+    run(body)
+
+
+@migrate_app.command(
+    "new",
+    epilog=(
+        "Examples:\n\n"
+        "  mongopat migrate new bucket_readings --pattern bucket -c readings -p series_key=sensorId -p time_field=ts"
+    ),
+)
+def migrate_new(
+    name: Annotated[str, typer.Argument(help="What the migration does, in a few words.")],
+    pattern: Annotated[
+        str, typer.Option("--pattern", help="Step type: a pattern (bucket, subset...) or a generic step.")
+    ],
+    collection: Annotated[str, typer.Option("--collection", "-c", help="The collection it changes.")],
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="A step parameter: KEY=VALUE (VALUE is YAML).")
+    ] = None,
+    dir: DirOption = "migrations",
+) -> None:
+    """Write a new migration file with one step, parameters to fill in where not given."""
+
+    def body() -> int:
+        params = {}
+        for item in param or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise MongopatError(f"--param {item!r}: expected KEY=VALUE")
+            try:
+                params[key] = yaml.safe_load(value)
+            except yaml.YAMLError as exc:
+                raise MongopatError(f"--param {item!r}: value is not valid YAML: {exc}") from None
+        path = write_new_migration(Path(dir), name, pattern, collection, params)
+        State.stdout().print(f"wrote {path}", markup=False)
+        return 0
+
+    run(body)
 
 
 def print_draft_summary(draft, console: Console) -> None:

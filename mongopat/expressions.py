@@ -187,6 +187,10 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     """The value of ``expression`` for ``document`` (None when inputs are missing)."""
     if expression.function is None:
         return _arith(expression.body, document)
+    if expression.function == "count" and isinstance(expression.body, Path):
+        value = _lookup(document, expression.body.path)
+        if isinstance(value, list):
+            return len(value)
     prefix = expression.array_prefix()
     elements = _lookup(document, prefix) if prefix else None
     if isinstance(elements, list):

@@ -45,6 +45,9 @@ class AnalyzeOptions:
     low_cardinality: int = 20
     top_values: int = 10
     flush_every: int = 1000
+    # Keep the first document read, as relaxed Extended JSON, in the report (``--show-values``): it holds
+    # real values, so it is off by default.
+    keep_example: bool = False
     # Processes reading one large dump file in parallel (byte ranges, merged afterwards); 1 disables.
     workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
 
@@ -73,6 +76,7 @@ class CollectionAnalysis:
         self.sampling: Sampling | None = None
         self.notes: list[str] = []
         self.references: list[dict[str, Any]] = []  # filled by analysis.references across collections
+        self.example: Any = None
 
     def _on_dates(self, path: str, dates: list[datetime.datetime]) -> None:
         profile = self.date_profiles.get(path)
@@ -92,6 +96,8 @@ class CollectionAnalysis:
                     f"{self.name}: document #{self.documents + 1} cannot be stored as BSON: {exc}"
                 ) from None
         self._size_buffer.append(size)
+        if self.options.keep_example and self.example is None:
+            self.example = plain_value(document)
         identifier = document.get("_id")
         if type(identifier) is ObjectId:
             when: float | None = objectid_epoch(identifier)
@@ -128,6 +134,7 @@ class CollectionAnalysis:
             elif len(self.date_profiles) < MAX_DATE_PROFILES:
                 self.date_profiles[path] = profile
         self.shapes.merge(other.shapes, offset=self.documents)
+        self.example = self.example if self.example is not None else other.example
         self.documents += other.documents
 
     # -- summary ---------------------------------------------------------------------------------
@@ -237,6 +244,7 @@ class CollectionAnalysis:
             "references": self.references,
             "indexes": [index.to_dict() for index in self.indexes],
             "notes": self.stats.notes + self.notes,
+            "example": self.example,
         }
 
 

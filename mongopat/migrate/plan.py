@@ -1,0 +1,86 @@
+"""From recommendations to migration files: the ``migration`` spec of each recommendation becomes a file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mongopat.errors import InputError
+from mongopat.migrate.script import load_folder, next_number, render, slug
+from mongopat.migrate.steps import StepError, build_step
+
+PLAN_ORDER = {
+    "computed": 0, "pre_aggregation": 0, "extended_reference": 0, "tree": 0, "schema_versioning": 1,
+    "polymorphic": 1, "attribute": 1, "approximation": 1, "document_versioning": 2, "subset": 3, "outlier": 3,
+    "bucket": 4, "create_index": 5, "drop_index": 5,
+}  # fmt: skip
+
+
+@dataclass
+class PlannedFile:
+    path: Path
+    code: str
+    collection: str | None
+    description: str
+
+
+def load_recommendations(path: str | Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"recommendations file not found: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a JSON file from 'mongopat recommend --format json': {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("recommendations"), list):
+        raise InputError(f"{path}: no 'recommendations' list (write it with mongopat recommend --format json)")
+    return data["recommendations"]
+
+
+def plan(
+    recommendations: list[dict[str, Any]], folder: Path, only: list[str] | None = None, dry_run: bool = False
+) -> tuple[list[PlannedFile], list[str]]:
+    """Write one migration per recommendation that carries a migration; skip ones already planned.
+
+    ``only`` filters by rule code, pattern name or collection. Returns the files and notes on what was
+    skipped and why.
+    """
+    existing = load_folder(folder)
+    planned_steps = {json.dumps(step.to_dict(), sort_keys=True, default=str) for m in existing for step in m.steps}
+    number = next_number(existing)
+    files, notes = [], []
+    # Steps that add or reshape fields run before those that cut arrays (a total computed over the items
+    # must see all of them), regrouping last, index changes after that.
+    ordered = sorted(recommendations, key=lambda r: PLAN_ORDER.get(((r.get("migration") or {}).get("step")), 9))
+    for rec in ordered:
+        if only and not ({rec.get("code"), rec.get("pattern"), rec.get("collection")} & set(only)):
+            continue
+        spec = rec.get("migration")
+        if not spec:
+            notes.append(f"{rec.get('code')} {rec.get('pattern')} on {rec.get('collection')}: no automatic migration")
+            continue
+        try:
+            step = build_step(spec)
+        except StepError as exc:
+            notes.append(f"{rec.get('code')} on {rec.get('collection')}: not planned ({exc})")
+            continue
+        key = json.dumps(step.to_dict(), sort_keys=True, default=str)
+        if key in planned_steps:
+            notes.append(f"{rec.get('code')} on {step.collection}: already planned")
+            continue
+        planned_steps.add(key)
+        migration_id = f"{number:04d}_{slug(step.name + '_' + step.collection)}"
+        number += 1
+        header = (
+            f"Planned by mongopat from {rec.get('code')} ({rec.get('pattern')}) on {step.collection}, "
+            f"confidence {rec.get('confidence')}.\n{rec.get('rationale', '')}\nReview, then run: mongopat migrate up"
+        )
+        path = folder / f"{migration_id}.yaml"
+        if not dry_run:
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(
+                render(migration_id, rec.get("title") or step.type.summary, [step.to_dict()], header), encoding="utf-8"
+            )
+        files.append(PlannedFile(path, str(rec.get("code")), step.collection, rec.get("title") or ""))
+    return files, notes

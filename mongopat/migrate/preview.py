@@ -1,0 +1,120 @@
+"""A document before and after a migration step, for people to see what a recommendation does.
+
+The "before" document is the collection's example (kept only with ``--show-values``) or, by default, a
+synthetic document built from the measured field paths and types with placeholder values, so no real
+value is shown unless asked for.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+from bson import Decimal128, Int64, ObjectId, json_util
+
+from mongopat.migrate.steps import Step
+from mongopat.migrate.transforms import Context, bucket_documents, get_path, transform
+
+PLACEHOLDERS: dict[str, Any] = {
+    "string": "<string>",
+    "int": 0,
+    "long": Int64(0),
+    "double": 0.0,
+    "decimal": Decimal128("0"),
+    "bool": False,
+    "date": datetime.datetime(2026, 1, 1),
+    "objectId": ObjectId("000000000000000000000001"),
+    "null": None,
+}
+
+
+def _placeholder(type_name: str, path: str) -> Any:
+    if type_name == "string":
+        return f"<{path.rsplit('.', 1)[-1].rstrip('[]')}>"
+    return PLACEHOLDERS.get(type_name, f"<{type_name}>")
+
+
+def synthetic_document(collection: dict[str, Any]) -> dict[str, Any]:
+    """One document with every measured path, placeholder values of each path's main type."""
+    root: dict[str, Any] = {}
+    containers: dict[str, Any] = {"": root}
+    for entry in collection.get("fields", []):
+        path = entry["path"]
+        types = entry.get("types") or []
+        main = types[0]["type"] if types else "null"
+        if path.endswith("[]"):
+            continue  # nested arrays: their parent entry describes them
+        parent_path, _, name = path.rpartition(".")
+        container = containers.get(parent_path)
+        if not isinstance(container, dict):
+            continue
+        if main == "object":
+            value: Any = {}
+            containers[path] = value
+        elif main == "array":
+            elements = (entry.get("array") or {}).get("element_types") or []
+            element_type = elements[0]["type"] if elements else "null"
+            if element_type == "object":
+                element: dict[str, Any] = {}
+                containers[path + "[]"] = element
+                value = [element]
+            else:
+                value = [_placeholder(element_type, path)]
+        else:
+            value = _placeholder(main, path)
+        container[name] = value
+    return root
+
+
+def example_document(collection: dict[str, Any], show_values: bool) -> dict[str, Any]:
+    if show_values and collection.get("example") is not None:
+        return json_util.loads(json.dumps(collection["example"]))
+    return synthetic_document(collection)
+
+
+def _context(step: Step, document: dict[str, Any]) -> Context:
+    ctx = Context()
+    if step.name == "tree":
+        ctx.parents = {document.get("_id"): "<parent>", "<parent>": None}
+    elif step.name == "extended_reference":
+        key = get_path(document, step.params["local"])
+        ctx.references = {_key(key): {name: f"<{step.params['from']}.{name}>" for name in step.params["fields"]}}
+    elif step.name == "pre_aggregation":
+        key = get_path(document, step.params["local"])
+        ctx.aggregates = {_key(key): {name: 0 for name in step.params["compute"]}}
+    return ctx
+
+
+def _key(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def preview(step: Step, before: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """(documents before, documents after, a note) for one step."""
+    if step.type.kind == "document":
+        result = transform(before, step, _context(step, before))
+        after = [result.document]
+        note = "; ".join(f"{len(docs)} document(s) written to {name}" for name, docs in result.side.items())
+        for docs in result.side.values():
+            after.extend(docs[:1])
+        return [before], after, note
+    if step.type.kind == "regroup":
+        readings = []
+        for index in range(3):
+            reading = dict(before)
+            reading["_id"] = ObjectId(f"{index + 1:024x}")
+            when = reading.get(step.params["time_field"])
+            if isinstance(when, datetime.datetime):
+                reading[step.params["time_field"]] = when + datetime.timedelta(seconds=10 * index)
+            readings.append(reading)
+        return readings, bucket_documents(readings, step), f"{len(readings)} documents become one bucket"
+    return [before], [before], f"no document changes: {step.type.summary}"
+
+
+def to_json_text(document: dict[str, Any]) -> str:
+    return json_util.dumps(document, json_options=json_util.RELAXED_JSON_OPTIONS, indent=2)

@@ -1,0 +1,338 @@
+"""One self-contained HTML page for an analysis (and its recommendations): inline CSS, inline SVG, no
+network at view time. Sections collapse (``<details>``) so databases with hundreds of collections stay
+readable; printing opens them all. Every value from the data is escaped."""
+
+from __future__ import annotations
+
+import datetime
+from html import escape
+from typing import Any
+
+from mongopat import __version__
+from mongopat.migrate.preview import example_document, preview, to_json_text
+from mongopat.migrate.steps import StepError, build_step
+from mongopat.render import svg
+from mongopat.render.console import human_rate
+from mongopat.rules.base import SEVERITY_RANK
+
+SIZE_LABELS = {256: "256B", 1024: "1K", 4096: "4K", 16384: "16K", 65536: "64K", 262144: "256K",
+               1048576: "1M", 4194304: "4M", 8388608: "8M", 16777216: "16M"}  # fmt: skip
+MIB = 1024 * 1024
+OPEN_COLLECTIONS_UP_TO = 12
+
+CSS = """
+:root{--fg:#1d2330;--muted:#5b6576;--line:#dde2ea;--accent:#2f6fb0;--error:#b3261e;--warning:#a05a00;--info:#2f6fb0}
+*{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);margin:0;padding:24px 32px;max-width:1200px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 6px}p.meta{color:var(--muted);margin:0}
+table{border-collapse:collapse;width:100%;margin:6px 0 12px}th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-weight:600;background:#f4f6f9}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+details{border:1px solid var(--line);border-radius:6px;padding:6px 12px;margin:10px 0}summary{cursor:pointer;font-weight:600}
+.sev{display:inline-block;border-radius:3px;padding:0 6px;color:#fff;font-size:12px;font-weight:600}
+.sev-error{background:var(--error)}.sev-warning{background:var(--warning)}.sev-info{background:var(--info)}
+.bar{display:inline-block;width:90px;height:10px;background:#e7ebf1;border-radius:2px;vertical-align:middle;overflow:hidden}
+.bar>span{display:block;height:100%;background:var(--accent)}
+.types{display:inline-flex;width:140px;height:10px;vertical-align:middle;border-radius:2px;overflow:hidden}
+.types>span{height:100%}.pct{color:var(--muted);font-size:12px;margin-left:4px}
+.charts{display:flex;flex-wrap:wrap;gap:12px 24px;align-items:flex-start}.charts figure{margin:0}
+figcaption{font-size:12px;color:var(--muted)}pre{background:#f6f8fa;border:1px solid var(--line);border-radius:4px;padding:8px;overflow:auto;font-size:12px;max-height:360px}
+.pair{display:grid;grid-template-columns:1fr 1fr;gap:12px}code{font-size:12px}.muted{color:var(--muted)}
+@media print{body{padding:0;max-width:none}details{break-inside:avoid;border:none;padding:0}pre{max-height:none}}
+"""
+TYPE_COLOURS = ["#2f6fb0", "#e0a030", "#4caf7a", "#b05fc0", "#d35f5f", "#5fb0c0", "#8a94a3"]
+# Printing must show closed sections: open them all just before printing (the page's only script).
+PRINT_SCRIPT = "addEventListener('beforeprint',()=>document.querySelectorAll('details').forEach(d=>d.open=true));"
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.2f}"
+    return f"{int(value):,}"
+
+
+def _bytes(value: Any) -> str:
+    if value is None:
+        return "-"
+    value = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return str(value)
+
+
+def _bar(share: float | None) -> str:
+    if share is None:
+        return ""
+    pct = max(0.0, min(1.0, share)) * 100
+    return f'<span class="bar" role="img" aria-label="presence {pct:.0f}%"><span style="width:{pct:.1f}%"></span></span><span class="pct">{pct:.0f}%</span>'
+
+
+def _types(types: list[dict[str, Any]]) -> str:
+    spans = "".join(
+        f'<span style="width:{t["share"] * 100:.1f}%;background:{TYPE_COLOURS[i % len(TYPE_COLOURS)]}" title="{escape(t["type"])} {t["share"] * 100:.0f}%"></span>'
+        for i, t in enumerate(types)
+    )
+    text = ", ".join(f"{escape(t['type'])} {t['share'] * 100:.0f}%" for t in types)
+    return f'<span class="types" role="img" aria-label="types: {text}">{spans}</span> <span class="pct">{text}</span>'
+
+
+def _array_chart(field: dict[str, Any]) -> str:
+    array = field["array"]
+    bins, labels = [], []
+    lower = None
+    for item in array["histogram"]:
+        upper = item["le"]
+        name = (
+            f">{_number(lower)}"
+            if upper is None
+            else (str(upper) if lower is None or upper - lower <= 1 else f"≤{_number(upper)}")
+        )
+        bins.append((name, item["count"]))
+        labels.append(upper)
+        lower = upper if upper is not None else lower
+    markers = []
+    for key in ("p50", "p95", "p99", "max"):
+        value = array.get(key)
+        if value is None:
+            continue
+        index = next((i for i, upper in enumerate(labels) if upper is None or value <= upper), len(labels) - 1)
+        markers.append((index, f"{key} {_number(value)}"))
+    merged: dict[int, str] = {}
+    for index, text in markers:
+        merged[index] = f"{merged[index]} · {text}" if index in merged else text
+    return svg.histogram(bins, f"Lengths of {field['path']}", sorted(merged.items()))
+
+
+def _size_chart(size: dict[str, Any]) -> str:
+    bins, lower = [], None
+    for item in size.get("histogram", []):
+        upper = item["le"]
+        name = f">{SIZE_LABELS.get(lower, lower)}" if upper is None else f"≤{SIZE_LABELS.get(upper, upper)}"
+        bins.append((name, item["count"]))
+        lower = upper if upper is not None else lower
+    near = (size.get("max") or 0) >= MIB
+    limit_bin = (
+        next((i for i, item in enumerate(size.get("histogram", [])) if item["le"] == 16 * MIB), None) if near else None
+    )
+    if near and limit_bin is None:  # draw the 16 MiB limit even when no document reaches that bin
+        limit_bin = len(bins) - 1
+    return svg.histogram(bins, "Document sizes (BSON)", [], limit_bin)
+
+
+def _timeline_chart(profile: dict[str, Any]) -> str:
+    points = [(p["start"][:16].replace("T", " "), p["count"]) for p in profile.get("timeline", [])]
+    return svg.timeline(points, f"Inserts over time by {profile['field']}")
+
+
+def _drift_chart(drift: dict[str, Any]) -> str:
+    shapes = drift.get("shapes", [])
+    if len(shapes) < 2 or drift.get("clock") != "_id":
+        return ""
+
+    def epoch(text: str) -> float:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+    rows = [(", ".join(s["fields"][:4]) + ("…" if len(s["fields"]) > 4 else ""), epoch(s["first"]), epoch(s["last"]), s["documents"])
+            for s in shapes[:12]]  # fmt: skip
+    return svg.spans(rows, min(r[1] for r in rows), max(r[2] for r in rows), "Document shapes over insertion time")
+
+
+def _collection_section(
+    collection: dict[str, Any], findings: list[dict[str, Any]], show_values: bool, open_: bool
+) -> str:
+    name = escape(collection["name"])
+    size = collection["document_size"]
+    counts = {s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")}
+    badge = " ".join(f'<span class="sev sev-{s}">{n} {s}</span>' for s, n in counts.items() if n)
+    parts = [
+        f'<details id="c-{name}"{" open" if open_ else ""}><summary>{name} · {_number(collection["count"])} documents {badge}</summary>'
+    ]
+    sampling = collection["sampling"]
+    parts.append(
+        f'<p class="meta">Read {_number(sampling["documents"])} documents ({escape(sampling["method"])}: {escape(sampling["note"] or "")}). '
+        f"Document size p50 {_bytes(size.get('p50'))}, p95 {_bytes(size.get('p95'))}, max {_bytes(size.get('max'))}; "
+        f"nesting depth {collection.get('max_depth', 0)}.</p>"
+    )
+    charts = []
+    if size.get("count"):
+        charts.append(f"<figure>{_size_chart(size)}<figcaption>Document sizes</figcaption></figure>")
+    for profile in collection.get("time", []):
+        chart = _timeline_chart(profile)
+        if chart:
+            rate = profile.get("avg_per_sec")
+            charts.append(f"<figure>{chart}<figcaption>Inserts by {escape(profile['field'])}: average {human_rate(rate) if rate else '-'}, "
+                          f"peak {_number(profile.get('peak_per_hour'))}/h</figcaption></figure>")  # fmt: skip
+    drift = _drift_chart(collection.get("drift", {}))
+    if drift:
+        charts.append(f"<figure>{drift}<figcaption>Shapes (sets of top-level fields) over time</figcaption></figure>")
+    if charts:
+        parts.append('<div class="charts">' + "".join(charts) + "</div>")
+    rows = []
+    for field in collection["fields"]:
+        card = field.get("cardinality")
+        distinct = ""
+        if card:
+            distinct = ("" if card["exact"] else "~") + _number(card["distinct"])
+            if show_values and card.get("top"):
+                distinct += (
+                    " <span class='muted'>"
+                    + escape(", ".join(str(t["value"])[:20] for t in card["top"][:4]))
+                    + "</span>"
+                )
+        array = field.get("array")
+        lengths = f"{array['p50']}/{array['p95']}/{array['p99']}/{_number(array['max'])}" if array else ""
+        indent = "&nbsp;" * 3 * (field["depth"] - 1)
+        rows.append(
+            f"<tr><td>{indent}<code>{escape(field['path'])}</code></td><td>{_bar(field['presence'])}</td>"
+            f"<td>{_types(field['types'])}</td><td class='num'>{distinct}</td><td class='num'>{lengths}</td></tr>"
+        )
+    if rows:
+        parts.append("<h3>Fields</h3><table><thead><tr><th>path</th><th>presence</th><th>types</th><th class='num'>distinct</th>"
+                     "<th class='num'>array p50/p95/p99/max</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")  # fmt: skip
+    arrays = [f for f in collection["fields"] if f.get("array") and f["array"].get("histogram")]
+    if arrays:
+        parts.append('<h3>Array lengths</h3><div class="charts">' + "".join(
+            f"<figure>{_array_chart(f)}<figcaption><code>{escape(f['path'])}</code></figcaption></figure>" for f in arrays[:20]
+        ) + "</div>")  # fmt: skip
+    drift_info = collection.get("drift", {})
+    changes = [
+        f"<li><code>{escape(a['field'])}</code> appeared at {escape(str(a['first_seen']))}</li>"
+        for a in drift_info.get("appeared", [])
+    ]
+    changes += [
+        f"<li><code>{escape(v['field'])}</code> last seen at {escape(str(v['last_seen']))}</li>"
+        for v in drift_info.get("vanished", [])
+    ]
+    if changes:
+        parts.append("<h3>Shape drift</h3><ul>" + "".join(changes) + "</ul>")
+    if collection.get("references"):
+        parts.append("<h3>References</h3><ul>" + "".join(
+            f"<li><code>{escape(r['field'])}</code> → <code>{escape(r['target'])}._id</code> ({r['matched']}/{r['checked']} sampled values matched)</li>"
+            for r in collection["references"]) + "</ul>")  # fmt: skip
+    if collection.get("indexes"):
+        parts.append("<h3>Indexes</h3><table><thead><tr><th>name</th><th>key</th><th>options</th><th class='num'>uses</th></tr></thead><tbody>" + "".join(
+            f"<tr><td>{escape(i['name'])}</td><td><code>{escape(', '.join(f'{k}: {d}' for k, d in i['key']))}</code></td>"
+            f"<td>{'unique ' if i['unique'] else ''}{'sparse ' if i['sparse'] else ''}{'TTL ' + str(i['ttl_seconds']) + ' s' if i['ttl_seconds'] is not None else ''}</td>"
+            f"<td class='num'>{_number(i['usage']['ops']) if i.get('usage') else 'unknown'}</td></tr>"
+            for i in collection["indexes"]) + "</tbody></table>")  # fmt: skip
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def _evidence_chart(rec: dict[str, Any], collection: dict[str, Any] | None) -> str:
+    if collection is not None:
+        field = next((f for f in collection["fields"] if f["path"] in rec["fields"] and f.get("array")), None)
+        if field is not None and rec["pattern"] in ("outlier", "unbounded_arrays", "subset", "over_embedding"):
+            return _array_chart(field)
+        if rec["pattern"] == "bucket" and collection.get("time"):
+            return _timeline_chart(collection["time"][0])
+        if rec["pattern"] == "bloated_documents":
+            return _size_chart(collection["document_size"])
+    numbers = [(k, v) for k, v in rec["evidence"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return svg.number_bars(numbers[:6], f"Evidence for {rec['code']} {rec['pattern']}")
+
+
+def _recommendation_section(
+    rec: dict[str, Any], collection: dict[str, Any] | None, show_values: bool, source_hint: str
+) -> str:
+    where = escape(rec["collection"] or "database")
+    parts = [f'<details open><summary><span class="sev sev-{rec["severity"]}">{rec["severity"]}</span> {escape(rec["code"])} '
+             f'{escape(rec["pattern"])} · {where} · {escape(rec["title"])} <span class="muted">(confidence {rec["confidence"]:.2f})</span></summary>']  # fmt: skip
+    parts.append(f"<p>{escape(rec['rationale'])}</p>")
+    evidence_rows = "".join(
+        f"<tr><td>{escape(str(k))}</td><td>{escape(_plain(v))}</td></tr>" for k, v in rec["evidence"].items()
+    )
+    chart = _evidence_chart(rec, collection)
+    parts.append(
+        f'<div class="charts"><table style="width:auto"><tbody>{evidence_rows}</tbody></table>{f"<figure>{chart}</figure>" if chart else ""}</div>'
+    )
+    if rec["tradeoffs"]:
+        parts.append("<h3>Trade-offs</h3><ul>" + "".join(f"<li>{escape(t)}</li>" for t in rec["tradeoffs"]) + "</ul>")
+    if rec.get("migration") and collection is not None:
+        try:
+            step = build_step(rec["migration"])
+        except StepError:
+            step = None
+        if step is not None:
+            before, after, note = preview(step, example_document(collection, show_values))
+            label = (
+                "an example document"
+                if show_values and collection.get("example") is not None
+                else "a document with placeholder values"
+            )
+            parts.append(f"<h3>Before and after</h3><p class='meta'>On {label}. {escape(note)}</p><div class='pair'>"
+                         f"<figure><figcaption>before</figcaption><pre>{escape(chr(10).join(to_json_text(d) for d in before[:2]))}</pre></figure>"
+                         f"<figure><figcaption>after</figcaption><pre>{escape(chr(10).join(to_json_text(d) for d in after[:2]))}</pre></figure></div>")  # fmt: skip
+            parts.append(f"<p>Plan it: <code>mongopat recommend {escape(source_hint)} --format json -o recs.json &amp;&amp; "
+                         f"mongopat migrate plan --from recs.json --only {escape(rec['code'])}</code></p>")  # fmt: skip
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def render_html(report: dict[str, Any], result: dict[str, Any] | None = None, show_values: bool = False) -> str:
+    source = report["source"]
+    recs = (result or {}).get("recommendations", [])
+    by_collection: dict[str, list[dict[str, Any]]] = {}
+    for rec in recs:
+        by_collection.setdefault(rec["collection"] or "", []).append(rec)
+
+    def severity(name: str) -> tuple:
+        found = by_collection.get(name, [])
+        return (-max((SEVERITY_RANK[f["severity"]] for f in found), default=-1), -len(found), name)
+
+    collections = sorted(report["collections"], key=lambda c: severity(c["name"]))
+    overview = []
+    for collection in collections:
+        found = by_collection.get(collection["name"], [])
+        counts = {s: sum(1 for f in found if f["severity"] == s) for s in ("error", "warning", "info")}
+        badges = (
+            " ".join(f'<span class="sev sev-{s}">{n} {s}</span>' for s, n in counts.items() if n)
+            or "<span class='muted'>none</span>"
+        )
+        size = collection["document_size"]
+        name = escape(collection["name"])
+        overview.append(
+            f"<tr><td><a href='#c-{name}'>{name}</a></td><td class='num'>{_number(collection['count'])}</td>"
+            f"<td class='num'>{_bytes(size.get('p50'))}</td><td class='num'>{_bytes(size.get('max'))}</td>"
+            f"<td class='num'>{_bytes(collection['storage'].get('storage_bytes'))}</td><td>{badges}</td></tr>"
+        )
+    hint = f"--dump {source['location']}" if source["kind"] == "dump" else "--uri <uri>"
+    if result and result.get("access_file"):
+        hint += f" --access {result['access_file']}"
+    many = len(collections) > OPEN_COLLECTIONS_UP_TO
+    stamp = report.get("generated_at", "")
+    body = [
+        f"<header><h1>mongopat · database {escape(source['database'])}</h1>",
+        f"<p class='meta'>{escape(source['kind'])} {escape(source['location'])} · analysed {escape(stamp)} · mongopat {escape(__version__)}"
+        + (" · values shown" if show_values else " · values hidden (use --show-values to show them)") + "</p></header>",
+        "<h2>Overview</h2><table><thead><tr><th>collection</th><th class='num'>documents</th><th class='num'>doc p50</th>"
+        "<th class='num'>doc max</th><th class='num'>storage</th><th>findings</th></tr></thead><tbody>" + "".join(overview) + "</tbody></table>",
+    ]  # fmt: skip
+    if result is not None:
+        body.append(f"<h2>Recommendations ({len(recs)})</h2>")
+        if not recs:
+            body.append("<p>No pattern or anti-pattern applies: the collections look healthy for what is known.</p>")
+        by_name = {c["name"]: c for c in report["collections"]}
+        body.extend(
+            _recommendation_section(rec, by_name.get(rec["collection"] or ""), show_values, hint) for rec in recs
+        )
+    body.append(f"<h2>Collections ({len(collections)})</h2>")
+    body.extend(
+        _collection_section(c, by_collection.get(c["name"], []), show_values, open_=not many) for c in collections
+    )
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>mongopat · {escape(source['database'])}</title><style>{CSS}</style></head><body>"
+        + "".join(body) + f"<script>{PRINT_SCRIPT}</script></body></html>\n"
+    )  # fmt: skip

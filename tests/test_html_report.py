@@ -1,0 +1,203 @@
+"""The HTML report: well-formed, self-contained, escaped, charts with data and text alternatives,
+and (where Chromium is installed) rendered by a real browser without console errors."""
+
+import shutil
+import struct
+import subprocess
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from bson import ObjectId
+from typer.testing import CliRunner
+
+from mongopat import command
+from mongopat.cli import app
+from mongopat.render.html import render_html
+from mongopat.sources import SourceSpec
+from tests.conftest import write_export
+
+runner = CliRunner()
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
+VOID = {"meta", "br", "img", "input", "link", "hr", "rect", "line", "path", "circle"}
+
+
+class Checker(HTMLParser):
+    """Collects tags, checks nesting, and records each SVG's title/desc/aria-label and data marks."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.errors, self.svgs, self.scripts, self.text = [], [], [], [], []
+        self.external = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("src", "href"):
+            value = attrs.get(key) or ""
+            if value.startswith(("http:", "https:", "//")):
+                self.external.append(value)
+        if tag == "svg":
+            self.svgs.append({"label": attrs.get("aria-label"), "title": False, "desc": False, "marks": 0})
+        elif self.svgs and tag in ("rect", "line") and "svg" in self.stack:
+            self.svgs[-1]["marks"] += 1
+        elif self.svgs and tag in ("title", "desc") and self.stack and self.stack[-1] == "svg":
+            self.svgs[-1][tag] = True
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID:
+            self.stack.pop()
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}> with open {self.stack[-3:]}")
+            return
+        self.stack.pop()
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1] == "script":
+            self.scripts.append(data)
+        self.text.append(data)
+
+
+def check(page: str) -> Checker:
+    checker = Checker()
+    checker.feed(page)
+    checker.close()
+    assert checker.errors == [] and checker.stack == [], checker.errors[:3]
+    assert checker.external == []  # nothing fetched at view time
+    for chart in checker.svgs:
+        assert chart["label"] and chart["title"] and chart["desc"], chart
+        assert chart["marks"] > 0, chart  # every chart has data
+    return checker
+
+
+@pytest.fixture(scope="module")
+def ecommerce():
+    report = command.analyze(SourceSpec(dump=str(SAMPLES / "ecommerce")))
+    result = command.recommend(report, str(SAMPLES / "ecommerce/access.yaml"))
+    return report, result
+
+
+def test_report_page_is_well_formed_with_charts(ecommerce):
+    report, result = ecommerce
+    page = render_html(report, result)
+    checker = check(page)
+    assert len(checker.svgs) >= 10
+    text = "".join(checker.text)
+    for name in ("orders", "products", "categories", "customers", "MP102", "Before and after", "Trade-offs"):
+        assert name in text
+    assert "mongopat migrate plan --from recs.json --only MP104" in text
+    assert page.index("Recommendations") < page.index("Collections (")
+
+
+def test_values_and_names_are_escaped(tmp_path):
+    hostile = "<script>alert(1)</script>"
+    write_export(tmp_path, "evil", [{"_id": ObjectId(), hostile: hostile, "kind": hostile} for _ in range(5)])
+    report = command.analyze(SourceSpec(dump=str(tmp_path)))
+    for show in (False, True):
+        page = render_html(report, command.recommend(report), show_values=show)
+        check(page)
+        assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_values_are_hidden_unless_asked(tmp_path):
+    write_export(tmp_path, "people", [{"_id": i, "email": "secret@example.com", "kind": "vip"} for i in range(3)])
+    assert runner.invoke(app, ["analyze", "--dump", str(tmp_path), "--html", str(tmp_path / "a.html"), "-q"]).exit_code == 0
+    hidden = (tmp_path / "a.html").read_text()
+    assert "vip" not in hidden and "secret@example.com" not in hidden
+    assert runner.invoke(app, ["analyze", "--dump", str(tmp_path), "--html", str(tmp_path / "b.html"), "--show-values", "-q"]).exit_code == 0
+    assert "vip" in (tmp_path / "b.html").read_text()
+
+
+def test_recommend_html_from_a_saved_report(tmp_path):
+    saved = tmp_path / "report.json"
+    assert runner.invoke(app, ["analyze", "--dump", str(SAMPLES / "iot"), "-o", str(saved), "-q"]).exit_code == 0
+    page_path = tmp_path / "advice.html"
+    result = runner.invoke(app, ["recommend", "--report", str(saved), "--html", str(page_path), "-q"])
+    assert result.exit_code == 0, result.output
+    page = page_path.read_text()
+    check(page)
+    assert "MP101" in page and "become one bucket" in page
+
+
+def test_size_stays_reasonable_for_large_databases():
+    fields = [{"path": f"f{i}", "depth": 1, "in_array": False, "count": 100, "presence": 0.5,
+               "types": [{"type": "string", "count": 100, "share": 1.0}],
+               "cardinality": {"values": 100, "distinct": 50, "exact": True, "all_distinct": False, "top": None}, "array": None}
+              for i in range(30)]
+    collection = {"name": "c", "count": 100, "count_exact": True, "storage": {"storage_bytes": None},
+                  "sampling": {"method": "file", "documents": 100, "note": ""},
+                  "document_size": {"count": 100, "min": 1, "mean": 1, "p50": 1, "p95": 1, "p99": 1, "max": 1,
+                                    "histogram": [{"le": 256, "count": 100}]},
+                  "max_depth": 1, "fields": fields, "time": [], "drift": {}, "references": [], "indexes": [], "notes": []}
+    report = {"source": {"kind": "dump", "location": "x", "database": "big"}, "generated_at": "",
+              "collections": [dict(collection, name=f"c{i}") for i in range(300)]}
+    page = render_html(report)
+    check(page)
+    per_path = len(page.encode()) / (300 * 30)
+    assert per_path < 1500, per_path  # 9,000 paths: under 14 MB, and details keep it navigable
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Rows of an 8-bit, non-interlaced RGB(A) PNG (what Chromium writes), unfiltered."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    position, idat, width = 8, b"", 0
+    while position < len(data):
+        length, kind = struct.unpack(">I4s", data[position : position + 8])
+        chunk = data[position + 8 : position + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", chunk[:10])
+            assert depth == 8 and colour in (2, 6)
+            channels = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += chunk
+        position += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows, previous = [], bytearray(stride)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 255
+        rows.append(bytes(line))
+        previous = line
+    return width, height, rows
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed (.ci/run installs it)")
+def test_renders_in_headless_chromium_without_console_errors(ecommerce, tmp_path):
+    report, result = ecommerce
+    page = tmp_path / "advice.html"
+    page.write_text(render_html(report, result))
+    shot = tmp_path / "shot.png"
+    run = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr",
+         "--v=0", "--hide-scrollbars", "--window-size=1280,1600", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert shot.exists(), run.stderr[-2000:]
+    console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == []
+    width, height, rows = _png_pixels(shot.read_bytes())
+    assert (width, height) == (1280, 1600)
+    colours = {row[i : i + 3] for row in rows[::40] for i in range(0, len(row), 64)}
+    dark = sum(1 for row in rows[::20] for i in range(0, len(row), 16) if row[i] < 100)
+    assert len(colours) > 5 and dark > 50  # text and charts, not a blank page

@@ -1,0 +1,168 @@
+"""Each document step as a pure function: known input, known output, input untouched."""
+
+import copy
+import datetime
+
+import pytest
+
+from mongopat.migrate.steps import StepError, build_step
+from mongopat.migrate.transforms import (
+    Context,
+    TreeCycleError,
+    ancestors_of,
+    bucket_documents,
+    transform,
+    unbucket,
+)
+
+
+def step(name, **params):
+    return build_step({"step": name, "collection": "c", **params})
+
+
+def run(doc, name, ctx=None, **params):
+    original = copy.deepcopy(doc)
+    result = transform(doc, step(name, **params), ctx)
+    assert doc == original  # pure: the input is never modified
+    return result
+
+
+def test_set_unset_rename():
+    assert run({"_id": 1}, "set_field", field="a.b", value=[1]).document == {"_id": 1, "a": {"b": [1]}}
+    assert run({"_id": 1, "a": 2}, "set_field", field="a", value=5, only_missing=True).document["a"] == 2
+    assert run({"_id": 1, "a": {"b": 1, "c": 2}}, "unset_field", field="a.b").document == {"_id": 1, "a": {"c": 2}}
+    assert run({"_id": 1, "old": 3}, "rename_field", **{"from": "old", "to": "new"}).document == {"_id": 1, "new": 3}
+
+
+def test_computed():
+    doc = {"_id": 1, "items": [{"price": 2.5, "qty": 2}, {"price": 1.0, "qty": 3}]}
+    assert run(doc, "computed", field="total", expression="sum(items.price * items.qty)").document["total"] == 8.0
+    assert run(doc, "computed", field="n", expression="count(items)").document["n"] == 2
+    assert run({"_id": 2, "a": 3, "b": 4}, "computed", field="c", expression="a * b + 1").document["c"] == 13
+
+
+def test_attribute():
+    result = run({"_id": 1, "name": "p", "ram": 16, "cpu": "M3"}, "attribute", fields=["ram", "cpu", "gpu"])
+    assert result.document == {"_id": 1, "name": "p", "attributes": [{"k": "ram", "v": 16}, {"k": "cpu", "v": "M3"}]}
+
+
+def test_polymorphic_and_schema_versioning():
+    rules = [{"when_has": "salary", "type": "full_time"}, {"when_has": "stipend", "type": "internship"}]
+    assert run({"salary": 1}, "polymorphic", rules=rules).document["type"] == "full_time"
+    assert "type" not in run({"x": 1}, "polymorphic", rules=rules).document
+    assert run({"x": 1}, "polymorphic", rules=rules, default="other").document["type"] == "other"
+    assert run({"type": "keep", "salary": 1}, "polymorphic", rules=rules).document["type"] == "keep"
+    versions = [{"when_has": "firstName", "version": 2}]
+    assert run({"firstName": "a"}, "schema_versioning", rules=versions).document["schemaVersion"] == 2
+    assert run({"fullName": "a"}, "schema_versioning", rules=versions).document["schemaVersion"] == 1
+
+
+def test_approximation():
+    assert run({"likes": 42}, "approximation", field="likes", factor=100).document == {"likes": 42, "likesFactor": 100}
+    assert run({}, "approximation", field="likes", factor=10).document == {"likes": 0, "likesFactor": 10}
+
+
+def test_tree_ancestors_and_path():
+    parents = {"a": None, "b": "a", "c": "b"}
+    result = run({"_id": "c", "parent": "b"}, "tree", Context(parents=parents), parent_field="parent")
+    assert result.document["ancestors"] == ["a", "b"] and result.document["path"] == "/a/b/c/"
+    assert run({"_id": "a"}, "tree", Context(parents=parents), parent_field="parent").document["ancestors"] == []
+    with pytest.raises(TreeCycleError):
+        ancestors_of("x", {"x": "y", "y": "x"})
+
+
+def test_extended_reference_and_pre_aggregation():
+    ctx = Context(references={7: {"name": "Acme", "logo": "l", "secret": 1}}, aggregates={1: {"total": 50, "open": 2}})
+    doc = run(
+        {"_id": 1, "companyId": 7},
+        "extended_reference",
+        ctx,
+        **{"from": "companies", "local": "companyId", "fields": ["name", "logo"], "as": "company"},
+    ).document
+    assert doc["company"] == {"name": "Acme", "logo": "l"}
+    agg = dict(
+        **{"from": "deals"},
+        foreign="accountId",
+        compute={"total": {"sum": "amount"}, "open": {"count": True}},
+        into="stats",
+    )
+    assert run({"_id": 1}, "pre_aggregation", ctx, **agg).document["stats"] == {"total": 50, "open": 2}
+    assert run({"_id": 2}, "pre_aggregation", ctx, **agg).document["stats"] == {"total": 0, "open": 0}
+
+
+def test_document_versioning_writes_the_first_revision():
+    result = run({"_id": 9, "title": "t"}, "document_versioning", history_collection="pages_history")
+    assert result.document == {"_id": 9, "title": "t", "revision": 1}
+    assert result.side == {"pages_history": [{"_id": {"doc": 9, "revision": 1}, "title": "t", "revision": 1}]}
+
+
+def test_subset_keeps_the_newest_and_moves_the_full_list():
+    comments = [{"t": i, "at": datetime.datetime(2026, 1, i + 1)} for i in range(5)]
+    result = run(
+        {"_id": 1, "comments": comments},
+        "subset",
+        field="comments",
+        keep=2,
+        sort={"at": -1},
+        full_collection="comments_all",
+    )
+    assert [c["t"] for c in result.document["comments"]] == [4, 3] and result.document["commentsCount"] == 5
+    full = result.side["comments_all"]
+    assert len(full) == 5 and full[0]["_id"] == {"parent": 1, "index": 0} and full[0]["t"] == 0
+
+
+def test_outlier_moves_the_tail_into_pages():
+    result = run({"_id": 1, "f": list(range(25))}, "outlier", field="f", threshold=10, overflow_collection="o")
+    assert result.document["f"] == list(range(10)) and result.document["has_overflow"] is True
+    pages = result.side["o"]
+    assert (
+        [p["_id"]["page"] for p in pages] == [1, 2]
+        and pages[0]["f"] == list(range(10, 20))
+        and pages[1]["f"] == list(range(20, 25))
+    )
+    small = run({"_id": 2, "f": [1, 2]}, "outlier", field="f", threshold=10, overflow_collection="o")
+    assert small.document == {"_id": 2, "f": [1, 2]} and small.side == {}
+
+
+def test_bucket_groups_by_series_and_window_and_loses_nothing():
+    start = datetime.datetime(2026, 1, 1)
+    readings = [
+        {"_id": i, "sensor": f"s{i % 2}", "ts": start + datetime.timedelta(seconds=i * 30), "v": i} for i in range(40)
+    ]
+    spec = step(
+        "bucket", series_key="sensor", time_field="ts", window_seconds=300, measurements=["v"], max_bucket_size=3
+    )
+    buckets = bucket_documents(readings, spec)
+    assert sum(b["count"] for b in buckets) == 40
+    assert all(b["count"] <= 3 for b in buckets)
+    first = buckets[0]
+    assert first["_id"] == {"s": "s0", "w": start, "n": 0} and first["min"]["v"] == 0 and first["max"]["v"] == 4
+    restored = sorted((r for b in buckets for r in unbucket(b, spec)), key=lambda r: r["_id"])
+    assert restored == readings
+
+
+def test_bucket_ignores_replayed_readings():
+    start = datetime.datetime(2026, 1, 1)
+    readings = [{"_id": i, "s": "a", "ts": start, "v": i} for i in range(5)]
+    spec = step("bucket", series_key="s", time_field="ts", window_seconds=60)
+    assert bucket_documents(readings + readings[:3], spec)[0]["count"] == 5
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"step": "buckett", "collection": "c"}, "did you mean 'bucket'"),
+        ({"step": "bucket"}, "'collection' is required"),
+        (
+            {"step": "outlier", "collection": "c", "field": "f", "threshold": 0, "overflow_collection": "o"},
+            "at least 1",
+        ),
+        ({"step": "computed", "collection": "c", "field": "t", "expression": "total(x)"}, "invalid expression"),
+        ({"step": "set_field", "collection": "c", "field": "a", "value": 1, "extra": 2}, "unknown parameter 'extra'"),
+        ({"step": "subset", "collection": "c", "field": "f", "keep": "ten", "full_collection": "x"}, "must be a int"),
+        ({"step": "unset_field", "collection": "mongopat_changelog", "field": "a"}, "bookkeeping"),
+    ],
+)
+def test_invalid_steps(data, message):
+    with pytest.raises(StepError, match=message):
+        build_step(data)
