@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 import yaml
+from bson import json_util as bson_json
 from pymongo.errors import PyMongoError
 from rich.console import Console
 from rich.progress import (
@@ -33,6 +35,7 @@ from mongopat.draft.render import to_yaml
 from mongopat.errors import EXIT_USAGE, MongopatError
 from mongopat.migrate.plan import load_recommendations
 from mongopat.migrate.plan import plan as plan_migrations
+from mongopat.migrate.runtime import RunOptions
 from mongopat.migrate.script import write_new as write_new_migration
 from mongopat.render.console import print_report
 from mongopat.render.html import render_html
@@ -573,6 +576,228 @@ def migrate_new(
         return 0
 
     run(body)
+
+
+def _confirm(question: str, yes: bool) -> bool:
+    """Ask only on a terminal; --yes, or no terminal, never waits for input."""
+    if yes or not sys.stdin.isatty():
+        return True
+    return typer.confirm(question)
+
+
+def _run_options(batch_size: int, lock_timeout: float, dry_run: bool = False) -> RunOptions:
+    options = RunOptions(batch_size=batch_size, lock_timeout=lock_timeout, dry_run=dry_run)
+    console = State.stderr()
+    if not State.quiet and console.is_terminal:
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]} docs/s"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        tasks: dict[tuple[str, int], Any] = {}
+        started: dict[tuple[str, int], float] = {}
+
+        def update(migration_id: str, index: int, done: int | None) -> None:
+            key = (migration_id, index)
+            if key not in tasks:
+                progress.start()
+                tasks[key] = progress.add_task(f"{migration_id} step {index + 1}", total=None, rate="-")
+                started[key] = time.monotonic()
+            elapsed = max(time.monotonic() - started[key], 1e-6)
+            progress.update(tasks[key], completed=done, rate=f"{(done or 0) / elapsed:,.0f}")
+
+        options.progress = update
+        options.on_batch = None
+        options._progress_display = progress  # type: ignore[attr-defined]
+    return options
+
+
+def _stop_progress(options: RunOptions) -> None:
+    display = getattr(options, "_progress_display", None)
+    if display is not None:
+        display.stop()
+
+
+MigrateSource = Annotated[
+    str | None,
+    typer.Option("--uri", envvar="MONGOPAT_URI", show_envvar=True, help="The deployment to migrate (mongodb://...)."),
+]
+BatchOption = Annotated[int, typer.Option("--batch-size", help="Documents per batch (one bulk write each).", min=1)]
+LockTimeoutOption = Annotated[
+    float, typer.Option("--lock-timeout", help="Seconds to wait for another run's lock.", min=0)
+]
+
+
+@migrate_app.command("status")
+def migrate_status(
+    uri: MigrateSource = None,
+    db: DbOption = None,
+    dump: DumpOption = None,
+    dir: DirOption = "migrations",
+    format: FormatOption = "table",
+    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
+) -> None:
+    """Applied, pending, failed and edited-after-apply migrations."""
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        rows = command.migrate_status(source_spec(uri, dump, db, timeout_ms, DEFAULT_MAX_TIME_MS, "primary"), dir)
+        if format == "json":
+            emit_json({"migrations": rows})
+            return 0
+        table = Table(header_style="bold")
+        for column in ("id", "state", "description", "applied at", "read", "written", "seconds"):
+            table.add_column(column)
+        for row in rows:
+            state = row["state"] + (" (edited since applied)" if row["edited"] else "")
+            table.add_row(
+                row["id"],
+                state,
+                row["description"],
+                str(row["applied_at"] or ""),
+                str(row["read"] or ""),
+                str(row["written"] or ""),
+                str(row["duration_s"] or ""),
+            )
+        State.stdout().print(table)
+        return 0
+
+    run(body, uri)
+
+
+@migrate_app.command(
+    "up",
+    epilog=(
+        "Examples:\n\n  mongopat migrate up --uri mongodb://localhost/shop --dry-run\n\n"
+        "  mongopat migrate up --to 0003_bucket_readings --yes"
+    ),
+)
+def migrate_up(
+    uri: MigrateSource = None,
+    db: DbOption = None,
+    dump: DumpOption = None,
+    dir: DirOption = "migrations",
+    to: Annotated[str | None, typer.Option("--to", help="Apply up to and including this migration id.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Counts and before/after samples; writes nothing.")
+    ] = False,
+    batch_size: BatchOption = 1000,
+    lock_timeout: LockTimeoutOption = 30.0,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    format: FormatOption = "table",
+    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
+    quiet: QuietOption = False,
+) -> None:
+    """Apply pending migrations in order, in batches, resuming an interrupted one."""
+    apply_output_flags(quiet, False)
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        spec = source_spec(uri, dump, db, timeout_ms, DEFAULT_MAX_TIME_MS, "primary")
+        if not dry_run:
+            pending = [
+                r["id"] for r in command.migrate_status(spec, dir) if r["state"] in ("pending", "failed", "running")
+            ]
+            if not pending:
+                State.stdout().print("nothing to apply", markup=False)
+                return 0
+            if not _confirm(f"Apply {len(pending)} migration(s) ({', '.join(pending)})?", yes):
+                return 1
+        options = _run_options(batch_size, lock_timeout, dry_run)
+        try:
+            results = command.migrate_up(spec, dir, to, options)
+        finally:
+            _stop_progress(options)
+        if format == "json":
+            emit_json({"dry_run": dry_run, "migrations": json.loads(bson_json.dumps(results))})
+            return 0
+        console = State.stdout()
+        for result in results:
+            if dry_run:
+                for step in result["steps"]:
+                    console.print(
+                        f"{result['id']}: {step['step']} on {step['collection']}: "
+                        f"{step['documents']:,} documents to read",
+                        markup=False,
+                    )
+                    for example in step["examples"][:2]:
+                        console.print(
+                            "  before: " + bson_json.dumps(example["before"])[:300], markup=False, style="dim"
+                        )
+                        console.print("  after:  " + bson_json.dumps(example["after"])[:300], markup=False)
+            else:
+                console.print(
+                    f"applied {result['id']}: read {result['read']:,}, wrote {result['written']:,}, "
+                    f"{result['duration_s']} s",
+                    markup=False,
+                )
+        return 0
+
+    run(body, uri)
+
+
+@migrate_app.command(
+    "down",
+    epilog="Examples:\n\n  mongopat migrate down --yes\n\n  mongopat migrate down --to base --yes",
+)
+def migrate_down(
+    uri: MigrateSource = None,
+    db: DbOption = None,
+    dump: DumpOption = None,
+    dir: DirOption = "migrations",
+    to: Annotated[str | None, typer.Option("--to", help="Revert every migration after this id; base: all.")] = None,
+    batch_size: BatchOption = 1000,
+    lock_timeout: LockTimeoutOption = 30.0,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
+    quiet: QuietOption = False,
+) -> None:
+    """Revert the last applied migration (or every one after --to), restoring the original documents."""
+    apply_output_flags(quiet, False)
+
+    def body() -> int:
+        spec = source_spec(uri, dump, db, timeout_ms, DEFAULT_MAX_TIME_MS, "primary")
+        what = "every migration" if to == "base" else f"every migration after {to}" if to else "the last migration"
+        if not _confirm(f"Revert {what}?", yes):
+            return 1
+        reverted = command.migrate_down(spec, dir, to, _run_options(batch_size, lock_timeout))
+        State.stdout().print("reverted: " + (", ".join(reverted) or "nothing"), markup=False)
+        return 0
+
+    run(body, uri)
+
+
+@migrate_app.command("verify")
+def migrate_verify(
+    migration_id: Annotated[str | None, typer.Argument(help="One migration id; default: every applied one.")] = None,
+    uri: MigrateSource = None,
+    db: DbOption = None,
+    dump: DumpOption = None,
+    dir: DirOption = "migrations",
+    format: FormatOption = "table",
+    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
+) -> None:
+    """Re-check applied migrations: no document lost, the new shape holds. Exit 1 on any problem."""
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        results = command.migrate_verify(
+            source_spec(uri, dump, db, timeout_ms, DEFAULT_MAX_TIME_MS, "primary"), dir, migration_id
+        )
+        if format == "json":
+            emit_json({"migrations": [{"id": k, "ok": not v, "problems": v} for k, v in results.items()]})
+        else:
+            for migration, problems in results.items():
+                State.stdout().print(f"{migration}: " + ("ok" if not problems else "; ".join(problems)), markup=False)
+            if not results:
+                State.stdout().print("no applied migration to verify", markup=False)
+        return 1 if any(results.values()) else 0
+
+    run(body, uri)
 
 
 def print_draft_summary(draft, console: Console) -> None:

@@ -16,6 +16,8 @@ from mongopat.draft.build import Draft, build_draft
 from mongopat.draft.logs import scan_logs
 from mongopat.draft.server import SourceStatus, probe_server
 from mongopat.errors import InputError
+from mongopat.migrate.runtime import Runner, RunOptions
+from mongopat.migrate.script import load_folder
 from mongopat.report import build_report
 from mongopat.rules import Context, registry, run_rules
 from mongopat.rules.base import SEVERITIES
@@ -85,13 +87,14 @@ def recommend(
 ) -> dict[str, Any]:
     """Join a report with an access-pattern file and run every detector; returns ``{"recommendations": ...}``."""
     access = None
+    notes: list[str] = []
     if access_path:
         known = [c["name"] for c in report["collections"]]
         access = load_access_file(access_path, known_collections=known)
         if access.database and access.database != report["source"]["database"]:
-            raise InputError(
-                f"{access_path} describes database {access.database!r}, the data is {report['source']['database']!r}",
-                hint="point --access at the file for this database, or fix its 'database:' key",
+            notes.append(
+                f"{access_path} describes database {access.database!r}; the data is {report['source']['database']!r}"
+                " (used anyway: staging and production copies often differ in name)"
             )
     validate_thresholds(thresholds or {})
     if rules:
@@ -112,6 +115,7 @@ def recommend(
             "collections": sorted({r.collection for r in found if r.collection}),
         },
         "recommendations": [r.to_dict() for r in found],
+        "notes": notes,
     }
 
 
@@ -203,3 +207,44 @@ def draft_access(
     if log_scan is not None:
         log_scan.observations = {key: value for key, value in log_scan.observations.items() if key[0] == database}
     return build_draft(database, server, log_scan, data_rates, statuses, known)
+
+
+def _migration_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> tuple[Source, Runner]:
+    if spec.dump:
+        raise InputError(
+            "migrations run against a server (--uri) in this version",
+            hint="restore the dump into a MongoDB server (mongorestore), migrate it there, then dump it again",
+        )
+    source = open_source(spec)
+    assert isinstance(source, MongoSource)
+    return source, Runner(source.writable_db(), load_folder(folder), options)
+
+
+def migrate_status(spec: SourceSpec, folder: str) -> list[dict[str, Any]]:
+    """Every migration with its state: applied, pending, running, failed, edited, missing-file."""
+    source, runner = _migration_runner(spec, folder)
+    with source:
+        return runner.status()
+
+
+def migrate_up(
+    spec: SourceSpec, folder: str, to: str | None = None, options: RunOptions | None = None
+) -> list[dict[str, Any]]:
+    """Apply pending migrations in order (resuming a failed or interrupted one); ``options.dry_run`` writes nothing."""
+    source, runner = _migration_runner(spec, folder, options)
+    with source:
+        return runner.up(to)
+
+
+def migrate_down(spec: SourceSpec, folder: str, to: str | None = None, options: RunOptions | None = None) -> list[str]:
+    """Revert the last applied migration, or every one after ``to`` (``"base"``: all)."""
+    source, runner = _migration_runner(spec, folder, options)
+    with source:
+        return runner.down(to)
+
+
+def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = None) -> dict[str, list[str]]:
+    """Re-check the invariants of applied migrations: ``{id: [problems]}``."""
+    source, runner = _migration_runner(spec, folder)
+    with source:
+        return runner.verify(migration_id)

@@ -108,10 +108,18 @@ def test_values_and_names_are_escaped(tmp_path):
 
 def test_values_are_hidden_unless_asked(tmp_path):
     write_export(tmp_path, "people", [{"_id": i, "email": "secret@example.com", "kind": "vip"} for i in range(3)])
-    assert runner.invoke(app, ["analyze", "--dump", str(tmp_path), "--html", str(tmp_path / "a.html"), "-q"]).exit_code == 0
+    assert (
+        runner.invoke(app, ["analyze", "--dump", str(tmp_path), "--html", str(tmp_path / "a.html"), "-q"]).exit_code
+        == 0
+    )
     hidden = (tmp_path / "a.html").read_text()
     assert "vip" not in hidden and "secret@example.com" not in hidden
-    assert runner.invoke(app, ["analyze", "--dump", str(tmp_path), "--html", str(tmp_path / "b.html"), "--show-values", "-q"]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["analyze", "--dump", str(tmp_path), "--html", str(tmp_path / "b.html"), "--show-values", "-q"]
+        ).exit_code
+        == 0
+    )
     assert "vip" in (tmp_path / "b.html").read_text()
 
 
@@ -127,17 +135,48 @@ def test_recommend_html_from_a_saved_report(tmp_path):
 
 
 def test_size_stays_reasonable_for_large_databases():
-    fields = [{"path": f"f{i}", "depth": 1, "in_array": False, "count": 100, "presence": 0.5,
-               "types": [{"type": "string", "count": 100, "share": 1.0}],
-               "cardinality": {"values": 100, "distinct": 50, "exact": True, "all_distinct": False, "top": None}, "array": None}
-              for i in range(30)]
-    collection = {"name": "c", "count": 100, "count_exact": True, "storage": {"storage_bytes": None},
-                  "sampling": {"method": "file", "documents": 100, "note": ""},
-                  "document_size": {"count": 100, "min": 1, "mean": 1, "p50": 1, "p95": 1, "p99": 1, "max": 1,
-                                    "histogram": [{"le": 256, "count": 100}]},
-                  "max_depth": 1, "fields": fields, "time": [], "drift": {}, "references": [], "indexes": [], "notes": []}
-    report = {"source": {"kind": "dump", "location": "x", "database": "big"}, "generated_at": "",
-              "collections": [dict(collection, name=f"c{i}") for i in range(300)]}
+    fields = [
+        {
+            "path": f"f{i}",
+            "depth": 1,
+            "in_array": False,
+            "count": 100,
+            "presence": 0.5,
+            "types": [{"type": "string", "count": 100, "share": 1.0}],
+            "cardinality": {"values": 100, "distinct": 50, "exact": True, "all_distinct": False, "top": None},
+            "array": None,
+        }
+        for i in range(30)
+    ]
+    collection = {
+        "name": "c",
+        "count": 100,
+        "count_exact": True,
+        "storage": {"storage_bytes": None},
+        "sampling": {"method": "file", "documents": 100, "note": ""},
+        "document_size": {
+            "count": 100,
+            "min": 1,
+            "mean": 1,
+            "p50": 1,
+            "p95": 1,
+            "p99": 1,
+            "max": 1,
+            "histogram": [{"le": 256, "count": 100}],
+        },
+        "max_depth": 1,
+        "fields": fields,
+        "time": [],
+        "drift": {},
+        "references": [],
+        "indexes": [],
+        "notes": [],
+    }
+    report = {
+        "source": {"kind": "dump", "location": "x", "database": "big"},
+        "generated_at": "",
+        "collections": [dict(collection, name=f"c{i}") for i in range(300)],
+    }
     page = render_html(report)
     check(page)
     per_path = len(page.encode()) / (300 * 30)
@@ -188,10 +227,25 @@ def test_renders_in_headless_chromium_without_console_errors(ecommerce, tmp_path
     page.write_text(render_html(report, result))
     shot = tmp_path / "shot.png"
     run = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr",
-         "--v=0", "--hide-scrollbars", "--window-size=1280,1600", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--hide-scrollbars",
+            "--window-size=1280,1600",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert shot.exists(), run.stderr[-2000:]
     console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]

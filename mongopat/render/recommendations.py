@@ -33,6 +33,8 @@ def print_recommendations(result: dict[str, Any], console: Console, verbose: boo
     heading = Text(f"{len(recs)} recommendation(s): ", style="bold")
     heading.append(", ".join(f"{summary[s]} {s}" for s in ("error", "warning", "info")))
     console.print(heading)
+    for note in result.get("notes", []):
+        console.print(Text(f"note: {note}", style="dim"))
     if not recs:
         console.print("No pattern or anti-pattern applies: the collections look healthy for what is known.")
         return

@@ -54,9 +54,31 @@ def mongomock_client(name: str = "localhost") -> Any:
     except ImportError:  # pragma: no cover - mongomock ships with the test extra
         raise InputError("mongomock:// needs the mongomock package: pip install 'mongopat[test]'") from None
     with _MOCK_LOCK:
+        _accept_current_bulk_operations()
         if name not in _MOCK_SERVERS:
             _MOCK_SERVERS[name] = mongomock.MongoClient()
         return _MOCK_SERVERS[name]
+
+
+def _accept_current_bulk_operations() -> None:
+    """mongomock 4.3 predates the ``sort`` argument current pymongo passes for ReplaceOne/UpdateOne in
+    ``bulk_write`` and fails with a TypeError. Accept it (unsorted, which is all mongopat sends) rather
+    than pin pymongo back. Only the in-process test double is touched, never a real client."""
+    from mongomock import collection as mock_collection
+
+    builder = mock_collection.BulkOperationBuilder
+    for name in ("add_replace", "add_update"):
+        original = getattr(builder, name)
+        if getattr(original, "_mongopat_accepts_sort", False):
+            continue
+
+        def accepting(self, *args, _original=original, sort=None, **kwargs):
+            if sort is not None:
+                raise NotImplementedError("mongomock cannot sort inside bulk updates")
+            return _original(self, *args, **kwargs)
+
+        accepting._mongopat_accepts_sort = True  # type: ignore[attr-defined]
+        setattr(builder, name, accepting)
 
 
 def describe_error(exc: PyMongoError, uri: str | None) -> MongopatError:
@@ -145,6 +167,16 @@ class MongoSource(Source):
             self.db = self.client.get_database(name, read_preference=READ_PREFERENCES[read_preference])
         except PyMongoError as exc:
             raise describe_error(exc, uri) from None
+
+    def writable_db(self) -> Any:
+        """The database for migrations: reads from the primary, majority write concern on real servers."""
+        if self.kind == "mongomock":
+            return self.client.get_database(self.database)
+        from pymongo import WriteConcern
+
+        return self.client.get_database(
+            self.database, read_preference=ReadPreference.PRIMARY, write_concern=WriteConcern("majority")
+        )
 
     def close(self) -> None:
         if self._owns_client:

@@ -1,0 +1,157 @@
+"""mongopat's own collections on the target database: the changelog, the lock, and the backups kept for
+rollback. All of them are named ``mongopat_*`` and nothing else is written outside the migrated data."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import time
+import uuid
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+
+from mongopat import __version__
+from mongopat.errors import OperationFailed
+
+CHANGELOG = "mongopat_changelog"
+LOCK = "mongopat_lock"
+BACKUP = "mongopat_backup"
+LOCK_ID = "migrate"
+
+
+def utcnow() -> datetime.datetime:
+    # Naive UTC, as pymongo returns dates by default; millisecond precision, as BSON stores them.
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def host_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def stage_name(migration_id: str, step: int) -> str:
+    return f"mongopat_stage__{migration_id}__{step}"
+
+
+def original_name(migration_id: str, step: int) -> str:
+    return f"mongopat_orig__{migration_id}__{step}"
+
+
+class Lock:
+    """A lease on the ``mongopat_lock`` document: renewed while running, taken over only once expired."""
+
+    def __init__(self, db: Any, lease_seconds: float = 60.0) -> None:
+        self.collection = db[LOCK]
+        self.lease = datetime.timedelta(seconds=lease_seconds)
+        self.holder = f"{host_name()}:{uuid.uuid4().hex[:8]}"
+        self.held = False
+
+    def _try(self) -> bool:
+        now = utcnow()
+        try:
+            self.collection.update_one(
+                {"_id": LOCK_ID, "$or": [{"expires_at": {"$lt": now}}, {"holder": self.holder}]},
+                {
+                    "$set": {
+                        "holder": self.holder,
+                        "host": host_name(),
+                        "acquired_at": now,
+                        "expires_at": now + self.lease,
+                    }
+                },
+                upsert=True,
+            )
+        except DuplicateKeyError:
+            return False  # the document exists and is held, unexpired, by someone else
+        current = self.collection.find_one({"_id": LOCK_ID})
+        return bool(current and current.get("holder") == self.holder)
+
+    def acquire(self, timeout: float = 30.0, poll: float = 0.5) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._try():
+                self.held = True
+                return
+            if time.monotonic() >= deadline:
+                current = self.collection.find_one({"_id": LOCK_ID}) or {}
+                raise OperationFailed(
+                    f"another migration run holds the lock: {current.get('host', '?')} since "
+                    f"{current.get('acquired_at')} (lease until {current.get('expires_at')})",
+                    hint="wait for it to finish; a killed run's lock is taken over once its lease expires",
+                )
+            time.sleep(poll)
+
+    def renew(self) -> None:
+        result = self.collection.update_one(
+            {"_id": LOCK_ID, "holder": self.holder}, {"$set": {"expires_at": utcnow() + self.lease}}
+        )
+        if result.matched_count == 0:
+            raise OperationFailed("the migration lock was lost (lease expired and taken over); stopping")
+
+    def release(self) -> None:
+        if self.held:
+            self.collection.delete_one({"_id": LOCK_ID, "holder": self.holder})
+            self.held = False
+
+
+class Changelog:
+    """One document per migration in ``mongopat_changelog``: state, checksum, progress, counts."""
+
+    def __init__(self, db: Any) -> None:
+        self.collection = db[CHANGELOG]
+
+    def all(self) -> dict[str, dict[str, Any]]:
+        return {entry["_id"]: entry for entry in self.collection.find()}
+
+    def get(self, migration_id: str) -> dict[str, Any] | None:
+        return self.collection.find_one({"_id": migration_id})
+
+    def start(self, migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+        entry = self.get(migration_id)
+        now = utcnow()
+        if entry is None or entry.get("state") == "rolled_back":
+            entry = {
+                "_id": migration_id,
+                "checksum": checksum,
+                "description": description,
+                "state": "running",
+                "started_at": now,
+                "finished_at": None,
+                "read": 0,
+                "written": 0,
+                "duration_s": 0.0,
+                "mongopat_version": __version__,
+                "host": host_name(),
+                "error": None,
+                "steps": steps,
+            }
+            self.collection.replace_one({"_id": migration_id}, entry, upsert=True)
+        else:
+            self.collection.update_one(
+                {"_id": migration_id},
+                {"$set": {"state": "running", "error": None, "host": host_name(), "mongopat_version": __version__}},
+            )
+            entry = self.get(migration_id) or entry
+        return entry
+
+    def step(self, migration_id: str, index: int, **fields: Any) -> None:
+        self.collection.update_one(
+            {"_id": migration_id}, {"$set": {f"steps.{index}.{k}": v for k, v in fields.items()}}
+        )
+
+    def add_counts(self, migration_id: str, read: int, written: int) -> None:
+        self.collection.update_one({"_id": migration_id}, {"$inc": {"read": read, "written": written}})
+
+    def finish(self, migration_id: str, state: str, started: float, error: str | None = None) -> None:
+        self.collection.update_one(
+            {"_id": migration_id},
+            {
+                "$set": {"state": state, "finished_at": utcnow(), "error": error},
+                "$inc": {"duration_s": round(time.monotonic() - started, 3)},
+            },
+        )
+
+    def set(self, migration_id: str, **fields: Any) -> None:
+        self.collection.update_one({"_id": migration_id}, {"$set": fields})

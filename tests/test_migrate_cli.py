@@ -1,0 +1,100 @@
+"""The whole flow through the CLI: analyze -> recommend -> plan -> up -> verify -> down --to base."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from mongopat.cli import app
+from mongopat.sources import DumpSource
+from tests.test_migrate_runtime import snapshot
+
+runner = CliRunner()
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
+
+
+def restore(mongo, scenario: str) -> None:
+    """Load a sample scenario into the test database (what mongorestore/mongoimport would do)."""
+    source = DumpSource(SAMPLES / scenario)
+    for name in source.collections():
+        mongo.db[name].insert_many([doc for doc, _ in source.documents(name, None)])
+
+
+def test_end_to_end_on_the_ecommerce_sample(mongo, tmp_path):
+    restore(mongo, "ecommerce")
+    before = snapshot(mongo.db)
+    target = mongo.cli_args()
+    recs = tmp_path / "recs.json"
+    folder = tmp_path / "migrations"
+    result = runner.invoke(
+        app, ["recommend", *target, "--access", str(SAMPLES / "ecommerce/access.yaml"), "-f", "json", "-o", str(recs)]
+    )
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["migrate", "plan", "--from", str(recs), "--dir", str(folder), "--yes"])
+    assert result.exit_code == 0, result.output
+    planned = sorted(p.name for p in folder.iterdir())
+    assert planned[0].startswith("0001_") and any("computed_orders" in p for p in planned)
+    status = json.loads(runner.invoke(app, ["migrate", "status", *target, "--dir", str(folder), "-f", "json"]).stdout)
+    assert {m["state"] for m in status["migrations"]} == {"pending"}
+    dry = runner.invoke(app, ["migrate", "up", *target, "--dir", str(folder), "--dry-run", "-f", "json"])
+    assert dry.exit_code == 0 and snapshot(mongo.db) == before
+    up = runner.invoke(app, ["migrate", "up", *target, "--dir", str(folder), "--yes", "--batch-size", "100"])
+    assert up.exit_code == 0, up.output
+    assert "applied 0001_" in up.output
+    verify = runner.invoke(app, ["migrate", "verify", *target, "--dir", str(folder)])
+    assert verify.exit_code == 0, verify.output
+    order = mongo.db.orders.find_one({"has_overflow": True})
+    assert order is not None and "total" in order and "customer" in order
+    down = runner.invoke(app, ["migrate", "down", *target, "--dir", str(folder), "--to", "base", "--yes"])
+    assert down.exit_code == 0, down.output
+    assert snapshot(mongo.db) == before
+
+
+def test_migrate_errors_exit_2(tmp_path, mongo):
+    (tmp_path / "0001_bad.yaml").write_text(
+        "id: 0001_bad\ndescription: x\nsteps:\n- step: outlier\n  collection: c\n  field: f\n"
+    )
+    result = runner.invoke(app, ["migrate", "status", *mongo.cli_args(), "--dir", str(tmp_path)])
+    assert result.exit_code == 2 and "0001_bad.yaml:4" in result.output and "threshold" in result.output
+    result = runner.invoke(app, ["migrate", "up", "--dump", str(SAMPLES / "iot"), "--dir", str(tmp_path)])
+    assert result.exit_code == 2 and "against a server" in result.output
+
+
+def test_verify_exit_1_on_problems(mongo, tmp_path):
+    restore(mongo, "blog")
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "0001_subset.yaml").write_text(
+        "id: 0001_subset\ndescription: s\nsteps:\n- step: subset\n  collection: posts\n  field: comments\n  keep: 10\n"
+        "  full_collection: posts_comments\n"
+    )
+    assert runner.invoke(app, ["migrate", "up", *mongo.cli_args(), "--dir", str(folder), "--yes"]).exit_code == 0
+    mongo.db.posts_comments.delete_one({})
+    result = runner.invoke(app, ["migrate", "verify", *mongo.cli_args(), "--dir", str(folder)])
+    assert result.exit_code == 1 and "posts_comments" in result.output
+
+
+def test_new_writes_a_file_to_fill_in(tmp_path):
+    result = runner.invoke(
+        app,
+        [
+            "migrate",
+            "new",
+            "bucket readings",
+            "--pattern",
+            "bucket",
+            "-c",
+            "readings",
+            "-p",
+            "series_key=sensorId",
+            "--dir",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 0
+    text = (tmp_path / "0001_bucket_readings.yaml").read_text()
+    assert "series_key: sensorId" in text and "Fill in: time_field, window_seconds" in text
+    assert (
+        runner.invoke(app, ["migrate", "new", "x", "--pattern", "nope", "-c", "c", "--dir", str(tmp_path)]).exit_code
+        == 2
+    )

@@ -1,0 +1,399 @@
+"""Running migrations: up/down round trips per step, crash and resume, the lock, status, verify.
+
+All tests take their database from the ``mongo`` fixture (mongomock, or a real server with
+MONGOPAT_TEST_URI). mongomock differs from MongoDB in ways noted where they matter: it cannot return raw
+BSON (mongopat then encodes the decoded document, which keeps field order), and its bulk_write needs
+mongopat's small compatibility shim (sources/mongo.py).
+"""
+
+import datetime
+import random
+from pathlib import Path
+
+import bson
+import pytest
+from bson import ObjectId
+
+from mongopat.errors import OperationFailed
+from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
+from mongopat.migrate.runtime import Runner, RunOptions
+from mongopat.migrate.script import load_folder, render
+
+
+class Boom(RuntimeError):
+    pass
+
+
+START = datetime.datetime(2026, 1, 1)
+
+
+def oid(n: int) -> ObjectId:
+    return ObjectId(f"{n:024x}")
+
+
+def dataset():
+    """The same documents every call (ObjectIds included), so runs can be compared byte for byte."""
+    rng = random.Random(3)
+    customers = [{"_id": oid(1000 + i), "name": f"c{i}", "email": f"c{i}@x.io"} for i in range(12)]
+    orders = []
+    for i in range(230):
+        items = [
+            {"price": round(rng.random() * 10, 2), "qty": rng.randint(1, 3)}
+            for _ in range(rng.randint(0, 6) if i % 50 else 120)
+        ]
+        orders.append(
+            {
+                "_id": oid(2000 + i),
+                "customerId": customers[i % 12]["_id"],
+                "createdAt": START + datetime.timedelta(hours=i),
+                "status": rng.choice(["new", "paid"]),
+                "items": items,
+                "ram": 8 if i % 3 == 0 else None,
+                "cpu": "M3" if i % 3 == 1 else None,
+            }
+        )
+    for order in orders:
+        for key in ("ram", "cpu"):
+            if order[key] is None:
+                del order[key]
+    readings = [
+        {
+            "_id": oid(5000 + i),
+            "sensor": f"s{i % 4}",
+            "ts": START + datetime.timedelta(seconds=7 * i),
+            "v": i % 13 * 1.5,
+        }
+        for i in range(900)
+    ]
+    categories = [{"_id": "root", "parent": None}] + [
+        {"_id": f"n{i}", "parent": "root" if i < 3 else f"n{i % 3}"} for i in range(40)
+    ]
+    deals = [
+        {"_id": i, "accountId": i % 7, "amount": 100 + i, "status": "open" if i % 2 else "won"} for i in range(150)
+    ]
+    accounts = [{"_id": i, "name": f"a{i}"} for i in range(7)]
+    return {
+        "customers": customers,
+        "orders": orders,
+        "readings": readings,
+        "categories": categories,
+        "deals": deals,
+        "accounts": accounts,
+    }
+
+
+STEPS = {
+    "computed": {
+        "step": "computed",
+        "collection": "orders",
+        "field": "total",
+        "expression": "sum(items.price * items.qty)",
+    },
+    "attribute": {
+        "step": "attribute",
+        "collection": "orders",
+        "fields": ["ram", "cpu"],
+        "index": {"attributes.k": 1, "attributes.v": 1},
+    },
+    "polymorphic": {
+        "step": "polymorphic",
+        "collection": "orders",
+        "rules": [{"when_has": "ram", "type": "laptop"}],
+        "default": "other",
+    },
+    "schema_versioning": {
+        "step": "schema_versioning",
+        "collection": "orders",
+        "rules": [{"when_has": "cpu", "version": 2}],
+    },
+    "approximation": {"step": "approximation", "collection": "orders", "field": "likes", "factor": 100},
+    "tree": {"step": "tree", "collection": "categories", "parent_field": "parent"},
+    "extended_reference": {
+        "step": "extended_reference",
+        "collection": "orders",
+        "from": "customers",
+        "local": "customerId",
+        "fields": ["name", "email"],
+        "as": "customer",
+    },
+    "pre_aggregation": {
+        "step": "pre_aggregation",
+        "collection": "accounts",
+        "from": "deals",
+        "foreign": "accountId",
+        "compute": {"total": {"sum": "amount"}, "open": {"count": {"status": "open"}}},
+        "into": "stats",
+    },
+    "document_versioning": {
+        "step": "document_versioning",
+        "collection": "orders",
+        "history_collection": "orders_history",
+    },
+    "subset": {
+        "step": "subset",
+        "collection": "orders",
+        "field": "items",
+        "keep": 3,
+        "full_collection": "orders_items",
+    },
+    "outlier": {
+        "step": "outlier",
+        "collection": "orders",
+        "field": "items",
+        "threshold": 20,
+        "overflow_collection": "orders_items_overflow",
+    },
+    "bucket": {
+        "step": "bucket",
+        "collection": "readings",
+        "series_key": "sensor",
+        "time_field": "ts",
+        "window_seconds": 300,
+        "measurements": ["v"],
+        "max_bucket_size": 50,
+    },
+    "set_field": {"step": "set_field", "collection": "orders", "field": "flags.reviewed", "value": False},
+    "unset_field": {"step": "unset_field", "collection": "orders", "field": "status"},
+    "rename_field": {"step": "rename_field", "collection": "orders", "from": "status", "to": "state"},
+    "create_index": {"step": "create_index", "collection": "orders", "keys": {"status": 1, "createdAt": -1}},
+    "copy_collection": {"step": "copy_collection", "collection": "customers", "to": "customers_copy"},
+    "rename_collection": {"step": "rename_collection", "collection": "accounts", "to": "clients"},
+}
+
+
+def load(db):
+    for name, docs in dataset().items():
+        db[name].drop()
+        db[name].insert_many(docs)
+
+
+def snapshot(db):
+    """Every user collection as sorted raw BSON: byte-level comparison of states."""
+    out = {}
+    for name in sorted(db.list_collection_names()):
+        if name.startswith("mongopat_") or name.startswith("system."):
+            continue
+        out[name] = sorted(bson.encode(doc) for doc in db[name].find())
+    return out
+
+
+def write(folder: Path, migration_id: str, *steps) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{migration_id}.yaml").write_text(render(migration_id, migration_id, list(steps)))
+
+
+def runner(db, folder, **options):
+    return Runner(db, load_folder(folder), RunOptions(**{"batch_size": 37, "lock_timeout": 0.3, **options}))
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_each_step_up_verify_down_restores_the_original_bytes(mongo, tmp_path, name):
+    db = mongo.db
+    load(db)
+    before = snapshot(db)
+    write(tmp_path, "0001_step", STEPS[name])
+    results = runner(db, tmp_path).up()
+    assert results[0]["state"] == "applied"
+    assert runner(db, tmp_path).verify() == {"0001_step": []}
+    if name == "create_index":
+        assert [list(i["key"]) for i in db.orders.list_indexes()] == [["_id"], ["status", "createdAt"]]
+    else:
+        assert snapshot(db) != before
+    assert runner(db, tmp_path).down() == ["0001_step"]
+    assert snapshot(db) == before
+    assert db[BACKUP].count_documents({}) == 0
+    assert db[CHANGELOG].find_one({"_id": "0001_step"})["state"] == "rolled_back"
+
+
+def test_shapes_after_up(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    write(
+        tmp_path,
+        "0001_all",
+        STEPS["computed"],
+        STEPS["outlier"],
+        STEPS["tree"],
+        STEPS["pre_aggregation"],
+        STEPS["bucket"],
+    )
+    runner(db, tmp_path).up()
+    big = db.orders.find_one({"has_overflow": True})
+    assert len(big["items"]) == 20 and db.orders_items_overflow.count_documents({"parentId": big["_id"]}) == 5
+    assert isinstance(big["total"], float)  # computed before the items were cut
+    assert db.categories.find_one({"_id": "n7"})["ancestors"] == ["root", "n1"]
+    assert db.accounts.find_one({"_id": 0})["stats"] == {
+        "total": sum(100 + i for i in range(0, 150, 7)),
+        "open": sum(1 for i in range(0, 150, 7) if i % 2),
+    }
+    buckets = list(db.readings.find())
+    assert sum(b["count"] for b in buckets) == 900 and all(b["count"] <= 50 for b in buckets)
+    assert "mongopat_orig__0001_all__4" in db.list_collection_names()  # the original readings, kept for down
+
+
+def _final_state_without_faults(mongo, tmp_path, steps):
+    db = mongo.client[mongo.db_name + "_ref"]
+    load(db)
+    write(tmp_path / "ref", "0001_m", *steps)
+    runner(db, tmp_path / "ref").up()
+    state = snapshot(db)
+    mongo.client.drop_database(mongo.db_name + "_ref")
+    return state
+
+
+@pytest.mark.parametrize("combo", [["computed", "outlier"], ["bucket"], ["subset", "document_versioning"]])
+def test_crash_at_random_batches_then_resume_gives_the_same_result(mongo, tmp_path, combo):
+    steps = [STEPS[name] for name in combo]
+    expected = _final_state_without_faults(mongo, tmp_path, steps)
+    rng = random.Random(11)
+    db = mongo.db
+    for attempt in range(6):
+        load(db)
+        for name in list(db.list_collection_names()):
+            if name.startswith("mongopat_") or name not in dataset():
+                db[name].drop()
+        folder = tmp_path / f"run{attempt}"
+        write(folder, "0001_m", *steps)
+        cut = rng.randint(1, 20)
+        calls = {"n": 0}
+
+        def fault(*_args, cut=cut, calls=calls):
+            calls["n"] += 1
+            if calls["n"] == cut:
+                raise Boom(f"injected at batch {cut}")
+
+        try:
+            runner(db, folder, on_batch=fault).up()
+        except Boom:
+            assert db[CHANGELOG].find_one({"_id": "0001_m"})["state"] == "failed"
+        runner(db, folder).up()  # resume
+        assert snapshot(db) == expected, f"attempt {attempt}, cut at batch {cut}"
+        assert runner(db, folder).verify() == {"0001_m": []}
+
+
+def test_a_held_lock_stops_a_second_run_and_names_the_holder(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    write(tmp_path, "0001_m", STEPS["computed"])
+    db[LOCK].insert_one(
+        {
+            "_id": "migrate",
+            "holder": "other",
+            "host": "ci-runner:4242",
+            "acquired_at": utcnow(),
+            "expires_at": utcnow() + datetime.timedelta(minutes=5),
+        }
+    )
+    with pytest.raises(OperationFailed, match="ci-runner:4242"):
+        runner(db, tmp_path).up()
+    assert db.orders.count_documents({"total": {"$exists": True}}) == 0
+
+
+def test_a_stale_lock_is_taken_over(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    write(tmp_path, "0001_m", STEPS["computed"])
+    db[LOCK].insert_one(
+        {
+            "_id": "migrate",
+            "holder": "dead",
+            "host": "killed:1",
+            "acquired_at": utcnow(),
+            "expires_at": utcnow() - datetime.timedelta(seconds=1),
+        }
+    )
+    assert runner(db, tmp_path).up()[0]["state"] == "applied"
+    assert db[LOCK].count_documents({}) == 0  # released at the end
+
+
+def test_two_runs_exactly_one_applies(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    write(tmp_path, "0001_m", STEPS["computed"])
+    first = runner(db, tmp_path)
+    first.lock.acquire(1)
+    try:
+        with pytest.raises(OperationFailed, match="holds the lock"):
+            runner(db, tmp_path).up()
+    finally:
+        first.lock.release()
+    assert runner(db, tmp_path).up()[0]["state"] == "applied"
+    assert runner(db, tmp_path).up() == []  # nothing left: applied once
+
+
+def test_status_pending_applied_and_edited(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    write(tmp_path, "0001_a", STEPS["computed"])
+    write(tmp_path, "0002_b", STEPS["set_field"])
+    assert [r["state"] for r in runner(db, tmp_path).status()] == ["pending", "pending"]
+    runner(db, tmp_path).up(to="0001_a")
+    rows = runner(db, tmp_path).status()
+    assert [r["state"] for r in rows] == ["applied", "pending"] and rows[0]["read"] == 230
+    path = tmp_path / "0001_a.yaml"
+    path.write_text(path.read_text().replace("total", "grand_total"))
+    assert runner(db, tmp_path).status()[0]["edited"] is True
+    with pytest.raises(OperationFailed, match="changed since they ran: 0001_a"):
+        runner(db, tmp_path).up()
+
+
+def test_dry_run_writes_nothing(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    before = snapshot(db)
+    write(tmp_path, "0001_m", STEPS["computed"], STEPS["bucket"])
+    [result] = runner(db, tmp_path, dry_run=True).up()
+    assert result["steps"][0]["documents"] == 230 and "total" in result["steps"][0]["examples"][0]["after"]
+    assert result["steps"][1]["examples"][0]["after"]["count"] == 3
+    assert snapshot(db) == before and CHANGELOG not in db.list_collection_names()
+
+
+def test_verify_finds_a_lost_document(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    write(tmp_path, "0001_m", STEPS["computed"])
+    runner(db, tmp_path).up()
+    db.orders.delete_one({})
+    problems = runner(db, tmp_path).verify()["0001_m"]
+    assert problems and "missing" in problems[0]
+
+
+def test_down_to_base_and_to_an_id(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    before = snapshot(db)
+    write(tmp_path, "0001_a", STEPS["computed"])
+    write(tmp_path, "0002_b", STEPS["outlier"])
+    write(tmp_path, "0003_c", STEPS["bucket"])
+    runner(db, tmp_path).up()
+    assert runner(db, tmp_path).down(to="0001_a") == ["0003_c", "0002_b"]
+    assert [r["state"] for r in runner(db, tmp_path).status()] == ["applied", "pending", "pending"]
+    runner(db, tmp_path).up()
+    assert runner(db, tmp_path).down(to="base") == ["0003_c", "0002_b", "0001_a"]
+    assert snapshot(db) == before
+
+
+def test_python_migrations_run_only_from_py_files(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    (tmp_path / "0001_py.py").write_text(
+        '"""Tag every customer."""\n'
+        "def up(db):\n    db.customers.update_many({}, {'$set': {'tagged': True}})\n"
+        "def down(db):\n    db.customers.update_many({}, {'$unset': {'tagged': ''}})\n"
+    )
+    (tmp_path / "0002_yaml.yaml").write_text(
+        "id: 0002_yaml\ndescription: x\nsteps:\n- step: unset_field\n  collection: orders\n  field: up(db)\n"
+    )
+    runner(db, tmp_path).up()
+    assert db.customers.count_documents({"tagged": True}) == 12
+    runner(db, tmp_path).down(to="base")
+    assert db.customers.count_documents({"tagged": True}) == 0
+
+
+def test_created_collections_must_not_exist(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    db.orders_history.insert_one({"_id": 1})
+    write(tmp_path, "0001_m", STEPS["document_versioning"])
+    with pytest.raises(OperationFailed, match="existing collection"):
+        runner(db, tmp_path).up()
