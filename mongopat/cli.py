@@ -5,6 +5,7 @@ Exit codes: 0 ok, 1 findings or a failed operation, 2 usage or input error.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import sys
@@ -32,7 +33,7 @@ from mongopat import __version__, command
 from mongopat.analysis.collection import AnalyzeOptions
 from mongopat.draft.render import to_json as draft_json
 from mongopat.draft.render import to_yaml
-from mongopat.errors import EXIT_USAGE, MongopatError
+from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError
 from mongopat.migrate.plan import load_recommendations
 from mongopat.migrate.plan import plan as plan_migrations
 from mongopat.migrate.runtime import RunOptions
@@ -55,6 +56,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     rich_markup_mode=None,
+    pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -219,8 +221,15 @@ def write_text(path: str, text: str) -> None:
         State.stderr().print(f"written to {path}", markup=False)
 
 
+def _json_default(value: Any) -> Any:
+    """Dates as ISO-8601 UTC strings; other BSON values as relaxed Extended JSON."""
+    if isinstance(value, datetime.datetime):
+        return value.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return json.loads(bson_json.dumps(value, json_options=bson_json.RELAXED_JSON_OPTIONS))
+
+
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default) + "\n")
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -815,5 +824,12 @@ def main() -> None:
     try:
         app()
     except MongopatError as error:  # raised outside a command body (should not happen, but never a traceback)
-        State.stderr().print(f"error: {error.message}")
+        State.stderr().print(f"error: {error.message}", markup=False)
         sys.exit(EXIT_USAGE)
+    except Exception as error:  # a bug: one line for the user, the traceback only when asked for
+        if os.environ.get("MONGOPAT_DEBUG"):
+            raise
+        State.stderr().print(
+            f"internal error: {type(error).__name__}: {error} (set MONGOPAT_DEBUG=1 for the traceback)", markup=False
+        )
+        sys.exit(EXIT_FINDINGS)

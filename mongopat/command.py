@@ -5,6 +5,7 @@ bad input; printing is the caller's business.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +17,8 @@ from mongopat.draft.build import Draft, build_draft
 from mongopat.draft.logs import scan_logs
 from mongopat.draft.server import SourceStatus, probe_server
 from mongopat.errors import InputError
-from mongopat.migrate.runtime import Runner, RunOptions
+from mongopat.migrate.dump_runtime import DumpRunner
+from mongopat.migrate.runtime import Runner, RunnerBase, RunOptions
 from mongopat.migrate.script import load_folder
 from mongopat.report import build_report
 from mongopat.rules import Context, registry, run_rules
@@ -209,15 +211,21 @@ def draft_access(
     return build_draft(database, server, log_scan, data_rates, statuses, known)
 
 
-def _migration_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> tuple[Source, Runner]:
+class _NoSource(contextlib.AbstractContextManager):
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _migration_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> tuple[Any, RunnerBase]:
+    """The runner for the target: a server (``--uri``) or a dump folder (``--dump``)."""
+    migrations = load_folder(folder)
     if spec.dump:
-        raise InputError(
-            "migrations run against a server (--uri) in this version",
-            hint="restore the dump into a MongoDB server (mongorestore), migrate it there, then dump it again",
-        )
+        if spec.uri:
+            raise InputError("give either --uri or --dump, not both")
+        return _NoSource(), DumpRunner(spec.dump, migrations, options, spec.db)
     source = open_source(spec)
     assert isinstance(source, MongoSource)
-    return source, Runner(source.writable_db(), load_folder(folder), options)
+    return source, Runner(source.writable_db(), migrations, options)
 
 
 def migrate_status(spec: SourceSpec, folder: str) -> list[dict[str, Any]]:

@@ -56,8 +56,6 @@ def test_migrate_errors_exit_2(tmp_path, mongo):
     )
     result = runner.invoke(app, ["migrate", "status", *mongo.cli_args(), "--dir", str(tmp_path)])
     assert result.exit_code == 2 and "0001_bad.yaml:4" in result.output and "threshold" in result.output
-    result = runner.invoke(app, ["migrate", "up", "--dump", str(SAMPLES / "iot"), "--dir", str(tmp_path)])
-    assert result.exit_code == 2 and "against a server" in result.output
 
 
 def test_verify_exit_1_on_problems(mongo, tmp_path):

@@ -91,15 +91,11 @@ def _backup_id(migration_id: str, step: int, collection: str, document_id: Any) 
     return {"m": migration_id, "s": step, "c": collection, "id": document_id}
 
 
-class Runner:
-    """Migrations against one database (pymongo or mongomock)."""
+class RunnerBase:
+    """What every backend's runner shares: the migrations, the changelog, status and the pending list."""
 
-    def __init__(self, db: Any, migrations: list[Migration], options: RunOptions | None = None) -> None:
-        self.db = db
-        self.migrations = migrations
-        self.options = options or RunOptions()
-        self.changelog = Changelog(db)
-        self.lock = Lock(db, self.options.lease_seconds)
+    migrations: list[Migration]
+    changelog: Any
 
     # -- status ----------------------------------------------------------------------------------
 
@@ -161,6 +157,17 @@ class Runner:
             if migration.id == to:
                 break
         return chosen
+
+
+class Runner(RunnerBase):
+    """Migrations against one database (pymongo or mongomock)."""
+
+    def __init__(self, db: Any, migrations: list[Migration], options: RunOptions | None = None) -> None:
+        self.db = db
+        self.migrations = migrations
+        self.options = options or RunOptions()
+        self.changelog = Changelog(db)
+        self.lock = Lock(db, self.options.lease_seconds)
 
     def up(self, to: str | None = None) -> list[dict[str, Any]]:
         edited = self._edited()

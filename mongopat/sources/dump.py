@@ -106,8 +106,8 @@ class DumpSource(Source):
                 self._metadata[meta] = entry
                 continue
             name = _collection_name(entry.name)
-            if name is None or name.startswith("system."):
-                continue
+            if name is None or name.startswith(("system.", "mongopat_")):
+                continue  # system collections, and mongopat's own bookkeeping and backups
             # mongodump's BSON is lossless; prefer it when both forms exist.
             if name not in self._files or entry.name.endswith(BSON_SUFFIXES):
                 self._files[name] = entry

@@ -120,3 +120,60 @@ def decode_document(raw: bytes | str) -> dict[str, Any]:
     if type(document) is not dict:
         raise ExtendedJSONError(f"expected a JSON object, found {type(document).__name__}")
     return decode_value(document)
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+_RELAXED = json_util.RELAXED_JSON_OPTIONS
+_CANONICAL = json_util.CANONICAL_JSON_OPTIONS
+
+
+def _date_text(value: datetime.datetime) -> Any:
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    if 1970 <= value.year <= 9999:
+        return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    millis = (value - _EPOCH) // datetime.timedelta(milliseconds=1)
+    return {"$numberLong": str(millis)}
+
+
+def to_extended(value: Any, canonical: bool = False) -> Any:
+    """BSON values as Extended JSON structures (relaxed by default), ready for a JSON encoder."""
+    kind = type(value)
+    if kind is dict:
+        return {key: to_extended(item, canonical) for key, item in value.items()}
+    if kind is list:
+        return [to_extended(item, canonical) for item in value]
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        if canonical:
+            return {"$numberInt" if -(2**31) <= value < 2**31 else "$numberLong": str(value)}
+        return value
+    if kind is float:
+        if value != value:
+            return {"$numberDouble": "NaN"}
+        if value in (float("inf"), float("-inf")):
+            return {"$numberDouble": "Infinity" if value > 0 else "-Infinity"}
+        return {"$numberDouble": repr(value)} if canonical else value
+    if kind is ObjectId:
+        return {"$oid": str(value)}
+    if kind is datetime.datetime:
+        if canonical:
+            millis = (value.replace(tzinfo=None) - _EPOCH) // datetime.timedelta(milliseconds=1)
+            return {"$date": {"$numberLong": str(millis)}}
+        return {"$date": _date_text(value)}
+    if kind is Int64:
+        return {"$numberLong": str(int(value))} if canonical else int(value)
+    return json_util.default(value, _CANONICAL if canonical else _RELAXED)
+
+
+def encode_document(document: dict[str, Any], canonical: bool = False) -> bytes:
+    """One mongoexport line (without the newline)."""
+    extended = to_extended(document, canonical)
+    try:
+        return orjson.dumps(extended)  # type: ignore[name-defined]
+    except NameError:  # pragma: no cover - without orjson
+        import json as _json
+
+        return _json.dumps(extended, separators=(",", ":")).encode()

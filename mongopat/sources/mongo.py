@@ -193,7 +193,7 @@ class MongoSource(Source):
                 names = self.db.list_collection_names()
         except PyMongoError as exc:
             raise self._guard(exc) from None
-        return sorted(n for n in names if not n.startswith("system."))
+        return sorted(n for n in names if not n.startswith(("system.", "mongopat_")))
 
     def stats(self, name: str) -> CollectionStats:
         stats = CollectionStats()

@@ -1,0 +1,728 @@
+"""Migrations on a dump folder: each step rewrites whole files, atomically.
+
+A step streams its collection's file into a temporary file (``.<name>.mongopat-tmp``, never taken for a
+collection), then commits: the original file is renamed to ``mongopat_backup__<migration>__<step>__<file>``
+(kept byte for byte for ``down``) and the new file takes the original name. The changelog
+(``mongopat_changelog.json``) records the phase of every step, so a crash while writing restarts the
+step from the untouched original, and a crash while committing finishes the renames: no half-written
+file ever carries a collection's name. The folder keeps its format: ``.json`` stays mongoexport JSON
+(relaxed or canonical, as it was), ``.bson`` stays BSON, ``.gz`` stays compressed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import bson
+from bson import json_util
+
+from mongopat import __version__
+from mongopat.errors import InputError, OperationFailed
+from mongopat.migrate.bookkeeping import host_name, utcnow
+from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_python, _key
+from mongopat.migrate.script import Migration
+from mongopat.migrate.steps import Step
+from mongopat.migrate.transforms import BucketBuilder, Context, Document, get_path, transform
+from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES, _read_bson, _read_json, resolve_dump_folder
+from mongopat.sources.extjson import encode_document
+
+CHANGELOG_FILE = "mongopat_changelog.json"
+LOCK_FILE = "mongopat_lock.json"
+TMP_SUFFIX = ".mongopat-tmp"
+
+
+def _fsync_write(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}{TMP_SUFFIX}")
+    with temporary.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    temporary.replace(path)
+
+
+class FileChangelog:
+    """The changelog as a small file of Extended JSON lines, rewritten atomically on every change."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / CHANGELOG_FILE
+        self.entries: dict[str, dict[str, Any]] = {}
+        if self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    entry = json_util.loads(line)
+                    self.entries[entry["_id"]] = entry
+
+    def _save(self) -> None:
+        lines = [
+            json_util.dumps(entry, json_options=json_util.CANONICAL_JSON_OPTIONS) for entry in self.entries.values()
+        ]
+        _fsync_write(self.path, ("\n".join(lines) + "\n").encode() if lines else b"")
+
+    def all(self) -> dict[str, dict[str, Any]]:
+        return json_util.loads(json_util.dumps(self.entries))
+
+    def get(self, migration_id: str) -> dict[str, Any] | None:
+        return self.all().get(migration_id)
+
+    def start(self, migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> None:
+        entry = self.entries.get(migration_id)
+        if entry is None or entry.get("state") == "rolled_back":
+            self.entries[migration_id] = {
+                "_id": migration_id,
+                "checksum": checksum,
+                "description": description,
+                "state": "running",
+                "started_at": utcnow(),
+                "finished_at": None,
+                "read": 0,
+                "written": 0,
+                "duration_s": 0.0,
+                "mongopat_version": __version__,
+                "host": host_name(),
+                "error": None,
+                "steps": steps,
+            }
+        else:
+            entry.update(state="running", error=None, host=host_name(), mongopat_version=__version__)
+        self._save()
+
+    def step(self, migration_id: str, index: int, **fields: Any) -> None:
+        self.entries[migration_id]["steps"][index].update(fields)
+        self._save()
+
+    def add_counts(self, migration_id: str, read: int, written: int) -> None:
+        entry = self.entries[migration_id]
+        entry["read"] += read
+        entry["written"] += written
+        self._save()
+
+    def finish(self, migration_id: str, state: str, started: float, error: str | None = None) -> None:
+        entry = self.entries[migration_id]
+        entry.update(state=state, finished_at=utcnow(), error=error)
+        entry["duration_s"] = round(entry.get("duration_s", 0) + time.monotonic() - started, 3)
+        self._save()
+
+    def set(self, migration_id: str, **fields: Any) -> None:
+        self.entries[migration_id].update(fields)
+        self._save()
+
+
+class FileLock:
+    """A lease in ``mongopat_lock.json``: created exclusively, renewed, taken over once expired."""
+
+    def __init__(self, folder: Path, lease_seconds: float = 60.0) -> None:
+        self.path = folder / LOCK_FILE
+        self.lease = lease_seconds
+        self.holder = f"{host_name()}:{uuid.uuid4().hex[:8]}"
+        self.held = False
+
+    def _document(self) -> dict[str, Any]:
+        now = utcnow()
+        return {
+            "_id": "migrate",
+            "holder": self.holder,
+            "host": host_name(),
+            "acquired_at": now,
+            "expires_at": now + datetime.timedelta(seconds=self.lease),
+        }
+
+    def _read(self) -> dict[str, Any] | None:
+        try:
+            return json_util.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _try(self) -> bool:
+        data = json_util.dumps(self._document()).encode()
+        try:
+            descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            current = self._read()
+            if current is not None and current.get("expires_at") and current["expires_at"] >= utcnow():
+                return current.get("holder") == self.holder
+            _fsync_write(self.path, data)  # expired (or unreadable): take it over, then check we won
+            time.sleep(0.05)
+            current = self._read()
+            return bool(current and current.get("holder") == self.holder)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        return True
+
+    def acquire(self, timeout: float = 30.0, poll: float = 0.5) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._try():
+                self.held = True
+                return
+            if time.monotonic() >= deadline:
+                current = self._read() or {}
+                raise OperationFailed(
+                    f"another migration run holds the lock: {current.get('host', '?')} since "
+                    f"{current.get('acquired_at')} (lease until {current.get('expires_at')})",
+                    hint="wait for it to finish; a killed run's lock is taken over once its lease expires",
+                )
+            time.sleep(poll)
+
+    def renew(self) -> None:
+        current = self._read()
+        if not current or current.get("holder") != self.holder:
+            raise OperationFailed("the migration lock was lost (lease expired and taken over); stopping")
+        _fsync_write(self.path, json_util.dumps(self._document()).encode())
+
+    def release(self) -> None:
+        if self.held:
+            current = self._read()
+            if current and current.get("holder") == self.holder:
+                self.path.unlink(missing_ok=True)
+            self.held = False
+
+
+class DumpFolder:
+    """The files of a dump folder as collections: find, read, write (atomically), rename."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def file_of(self, name: str) -> Path | None:
+        for suffix in BSON_SUFFIXES + JSON_SUFFIXES:
+            candidate = self.folder / f"{name}{suffix}"
+            if candidate.exists():
+                return candidate
+        return None
+
+    def suffix_like(self, name: str) -> str:
+        path = self.file_of(name)
+        if path is None:
+            raise InputError(f"collection {name!r} not found in {self.folder}")
+        return next(s for s in BSON_SUFFIXES + JSON_SUFFIXES if path.name.endswith(s))
+
+    def read(self, name: str) -> Iterator[Document]:
+        path = self.file_of(name)
+        if path is None:
+            return iter(())
+        reader = _read_bson if path.name.endswith(BSON_SUFFIXES) else _read_json
+        return (doc for doc, _size in reader(path))
+
+    def count(self, name: str) -> int:
+        return sum(1 for _ in self.read(name))
+
+    def canonical(self, name: str) -> bool:
+        path = self.file_of(name)
+        if path is None or not path.name.endswith(JSON_SUFFIXES):
+            return False
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as handle:  # type: ignore[operator]
+            head = handle.read(4096)
+        return b'"$numberInt"' in head or b'"$numberLong"' in head or b'"$numberDouble"' in head
+
+    def temp_path(self, final_name: str) -> Path:
+        return self.folder / f".{final_name}{TMP_SUFFIX}"
+
+
+class DocumentWriter:
+    """Writes documents to a temporary file in a collection's format; ``close`` makes it durable."""
+
+    def __init__(self, path: Path, suffix: str, canonical: bool) -> None:
+        self.path = path
+        self.bson = suffix.startswith(".bson")
+        self.canonical = canonical
+        raw: IO[bytes] = path.open("wb")
+        self.raw = raw
+        # Closed in close(), which every caller reaches through try/finally.
+        self.handle: IO[bytes] = gzip.open(raw, "wb") if suffix.endswith(".gz") else raw  # type: ignore[assignment]  # noqa: SIM115
+        self.count = 0
+
+    def write(self, document: Document) -> None:
+        if self.bson:
+            self.handle.write(bson.encode(document))
+        else:
+            self.handle.write(encode_document(document, self.canonical) + b"\n")
+        self.count += 1
+
+    def close(self) -> None:
+        if self.handle is not self.raw:
+            self.handle.close()
+        self.raw.flush()
+        os.fsync(self.raw.fileno())
+        self.raw.close()
+
+
+def backup_name(migration_id: str, index: int, file_name: str) -> str:
+    return f"mongopat_backup__{migration_id}__{index}__{file_name}"
+
+
+class DumpRunner(RunnerBase):
+    """The same commands as :class:`~mongopat.migrate.runtime.Runner`, on a dump folder."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        migrations: list[Migration],
+        options: RunOptions | None = None,
+        database: str | None = None,
+    ) -> None:
+        folder, _ = resolve_dump_folder(Path(path), database)
+        self.folder = folder
+        self.files = DumpFolder(folder)
+        self.migrations = migrations
+        self.options = options or RunOptions()
+        self.changelog = FileChangelog(folder)
+        self.lock = FileLock(folder, self.options.lease_seconds)
+
+    # -- up --------------------------------------------------------------------------------------
+
+    def up(self, to: str | None = None) -> list[dict[str, Any]]:
+        edited = self._edited()
+        if edited:
+            raise OperationFailed(
+                f"applied migration(s) changed since they ran: {', '.join(edited)}",
+                hint="restore the file as it was, or run 'mongopat migrate down' past it before editing",
+            )
+        if self.options.dry_run:
+            return [self._dry_run(m) for m in self.pending(to)]
+        self.lock.acquire(self.options.lock_timeout)
+        try:
+            self.changelog = FileChangelog(self.folder)  # read again under the lock
+            return [self._apply(m) for m in self.pending(to)]
+        finally:
+            self.lock.release()
+
+    def _apply(self, migration: Migration) -> dict[str, Any]:
+        if migration.python is not None:
+            raise InputError(f"{migration.id}: Python migrations run against a server (--uri), not a dump folder")
+        started = time.monotonic()
+        steps = [
+            {
+                "index": i,
+                "step": s.name,
+                "collection": s.collection,
+                "state": "pending",
+                "phase": None,
+                "read": 0,
+                "written": 0,
+                "stats": {},
+            }
+            for i, s in enumerate(migration.steps)
+        ]
+        self.changelog.start(migration.id, migration.checksum, migration.description, steps)
+        try:
+            for index, step in enumerate(migration.steps):
+                state = self.changelog.get(migration.id)["steps"][index]  # type: ignore[index]
+                if state["state"] == "applied":
+                    continue
+                self.changelog.step(migration.id, index, state="running")
+                self._run_step(migration.id, index, step, state)
+                self.changelog.step(migration.id, index, state="applied")
+            problems = self.verify_migration(migration)
+            if problems:
+                raise OperationFailed(f"{migration.id}: verification failed: {'; '.join(problems)}")
+        except (OperationFailed, InputError, ValueError, OSError) as exc:
+            self.changelog.finish(migration.id, "failed", started, str(exc))
+            raise OperationFailed(
+                f"{migration.id} failed: {exc}", hint="fix the cause, then run 'mongopat migrate up' to resume"
+            ) from None
+        except BaseException as exc:
+            self.changelog.finish(migration.id, "failed", started, f"{type(exc).__name__}: {exc}")
+            raise
+        self.changelog.finish(migration.id, "applied", started)
+        final = self.changelog.get(migration.id) or {}
+        return {
+            "id": migration.id,
+            "state": "applied",
+            "read": final.get("read"),
+            "written": final.get("written"),
+            "duration_s": final.get("duration_s"),
+        }
+
+    def _outputs(self, step: Step) -> list[str]:
+        """Collections a step writes: its own (rewritten) and the ones it creates."""
+        if step.name == "copy_collection":
+            return [step.params["to"]]
+        if step.type.kind == "collection":
+            return []
+        return [step.collection, *step.created_collections()]
+
+    def _run_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        if step.name in ("create_index", "drop_index", "rename_collection"):
+            self._metadata_step(migration_id, index, step, state)
+            return
+        suffix = self._suffix(migration_id, index, step)
+        if state.get("phase") != "commit":
+            self._discard_temps(step, suffix)
+            source = self.files.file_of(step.collection)
+            kept = self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")
+            if source is None and kept.exists():
+                source = kept  # a crash between the two renames of an earlier commit left only the backup
+            if source is None:
+                raise OperationFailed(f"collection {step.collection!r} not found in {self.folder}")
+            if step.type.kind == "document":
+                existing = [c for c in step.created_collections() if self.files.file_of(c) is not None]
+                if existing:
+                    raise OperationFailed(f"{step.name} would write into existing collection(s) {', '.join(existing)}")
+            read, written, stats = self._write_step(migration_id, index, step, suffix, source)
+            self.changelog.step(migration_id, index, phase="commit", read=read, written=written, stats=stats)
+            self.changelog.add_counts(migration_id, read, written)
+        self._commit(migration_id, index, step, suffix)
+        self.lock.renew()
+
+    def _suffix(self, migration_id: str, index: int, step: Step) -> str:
+        """The collection's file format, from its file or, mid-commit, from this step's backup of it."""
+        for suffix in BSON_SUFFIXES + JSON_SUFFIXES:
+            if (self.folder / f"{step.collection}{suffix}").exists():
+                return suffix
+            if (self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")).exists():
+                return suffix
+        raise OperationFailed(f"collection {step.collection!r} not found in {self.folder}")
+
+    def _discard_temps(self, step: Step, suffix: str) -> None:
+        for name in self._outputs(step):
+            self.files.temp_path(f"{name}{suffix}").unlink(missing_ok=True)
+
+    def _write_step(
+        self, migration_id: str, index: int, step: Step, suffix: str, source: Path
+    ) -> tuple[int, int, dict[str, Any]]:
+        canonical = self.files.canonical(step.collection)
+        reader = _read_bson if source.name.endswith(BSON_SUFFIXES) else _read_json
+        documents = (doc for doc, _ in reader(source))
+        writers: dict[str, DocumentWriter] = {}
+
+        def writer(name: str) -> DocumentWriter:
+            if name not in writers:
+                writers[name] = DocumentWriter(self.files.temp_path(f"{name}{suffix}"), suffix, canonical)
+            return writers[name]
+
+        read = 0
+        stats: dict[str, Any] = {}
+        try:
+            if step.name == "copy_collection":
+                target = writer(step.params["to"])
+                for doc in documents:
+                    target.write(doc)
+                    read += 1
+            elif step.type.kind == "regroup":
+                read, stats = self._write_buckets(step, documents, writer(step.collection), migration_id, index)
+            else:
+                ctx = self._context(step)
+                main = writer(step.collection)
+                for side in step.created_collections():
+                    writer(side)  # created even when empty, so down and verify find it
+                for doc in documents:
+                    result = transform(doc, step, ctx)
+                    main.write(result.document)
+                    for name, docs in result.side.items():
+                        for side_doc in docs:
+                            writer(name).write(side_doc)
+                    if step.name in ("subset", "outlier") and isinstance(doc.get(step.params["field"]), list):
+                        stats["elements"] = stats.get("elements", 0) + len(doc[step.params["field"]])
+                    read += 1
+                    if read % self.options.batch_size == 0:
+                        self._hook(migration_id, index, read)
+        finally:
+            for handle in writers.values():
+                handle.close()
+        stats["counts"] = {name: w.count for name, w in writers.items()}
+        return read, sum(w.count for w in writers.values()), stats
+
+    def _hook(self, migration_id: str, index: int, done: int) -> None:
+        """Progress, and the place tests inject faults (between batches and between commit renames)."""
+        if self.options.progress is not None and done >= 0:
+            self.options.progress(migration_id, index, done)
+        if self.options.on_batch is not None:
+            self.options.on_batch(migration_id, index, done)
+
+    def _write_buckets(
+        self, step: Step, documents: Iterator[Document], out: DocumentWriter, migration_id: str, index: int
+    ) -> tuple[int, dict[str, Any]]:
+        """Stream readings into buckets; buckets of windows well behind the newest are written out, so
+        memory holds the open windows only (plus one sequence number per written bucket key)."""
+        last_sequence: dict[Any, int] = {}
+
+        def load(series: Any, start: Any) -> Document | None:
+            sequence = last_sequence.get((_key(series), start))
+            if sequence is None:
+                return None
+            stub = BucketBuilder(step)._new(series, start, sequence)
+            stub["count"] = step.params["max_bucket_size"]  # full: the next reading opens sequence + 1
+            return stub
+
+        builder = BucketBuilder(step, load)
+        newest = None
+        read = passthrough = 0
+        window = datetime.timedelta(seconds=step.params["window_seconds"])
+
+        def flush(older_than: Any) -> None:
+            for key in [k for k in builder.open if older_than is None or k[1] < older_than]:
+                bucket = builder.open.pop(key)
+                builder.ids.pop(key, None)
+                if bucket["count"] and bucket["readings"]:
+                    out.write(bucket)
+                last_sequence[key] = bucket["_id"]["n"]
+
+        for doc in documents:
+            bucket = builder.add(doc)
+            read += 1
+            if bucket is None:
+                out.write(doc)
+                passthrough += 1
+            elif newest is None or bucket["start"] > newest:
+                newest = bucket["start"]
+            if read % 10_000 == 0 and newest is not None:
+                flush(newest - 2 * window)
+            if read % self.options.batch_size == 0:
+                self._hook(migration_id, index, read)
+        flush(None)
+        return read, {"passthrough": passthrough}
+
+    def _context(self, step: Step) -> Context:
+        ctx = Context()
+        if step.name == "tree":
+            parent = step.params["parent_field"]
+            ctx.parents = {_key(d.get("_id")): d.get(parent) for d in self.files.read(step.collection)}
+        elif step.name == "extended_reference":
+            fields = step.params["fields"]
+            ctx.references = {
+                _key(get_path(d, step.params["foreign"])): {f: d[f] for f in fields if f in d}
+                for d in self.files.read(step.params["from"])
+            }
+        elif step.name == "pre_aggregation":
+            ctx.aggregates = _aggregate_in_python(self.files.read(step.params["from"]), step)
+        return ctx
+
+    def _commit(self, migration_id: str, index: int, step: Step, suffix: str) -> None:
+        own = f"{step.collection}{suffix}"
+        kept = self.folder / backup_name(migration_id, index, own)
+        rewritten = step.name != "copy_collection"
+        if rewritten and not kept.exists() and (self.folder / own).exists():
+            (self.folder / own).rename(kept)
+            self._hook(migration_id, index, -1)  # between the two renames: the riskiest moment
+        for name in self._outputs(step):
+            temporary = self.files.temp_path(f"{name}{suffix}")
+            if temporary.exists():
+                temporary.replace(self.folder / f"{name}{suffix}")
+        self.changelog.step(migration_id, index, phase="done")
+
+    def _metadata_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        if step.name == "rename_collection":
+            suffix = self.files.suffix_like(step.collection) if self.files.file_of(step.collection) else None
+            if suffix and not self.files.file_of(step.params["to"]):
+                (self.folder / f"{step.collection}{suffix}").rename(self.folder / f"{step.params['to']}{suffix}")
+                self._rename_metadata(step.collection, step.params["to"])
+            return
+        meta = self.folder / f"{step.collection}.metadata.json"
+        data = (
+            json_util.loads(meta.read_text())
+            if meta.exists()
+            else {"indexes": [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]}
+        )
+        indexes = data.setdefault("indexes", [])
+        if step.name == "create_index":
+            keys = step.params["keys"]
+            name = step.params.get("name") or "_".join(f"{k}_{v}" for k, v in keys.items())
+            if not any(i.get("name") == name for i in indexes):
+                spec = {"v": 2, "key": keys, "name": name}
+                if step.params.get("unique"):
+                    spec["unique"] = True
+                indexes.append(spec)
+            self.changelog.step(migration_id, index, stats={"index": name, "created_metadata": not meta.exists()})
+        else:
+            spec = next((i for i in indexes if i.get("name") == step.params["name"]), None)
+            if spec is None and not state.get("stats"):
+                raise OperationFailed(f"drop_index: no index {step.params['name']!r} in {meta.name}")
+            if spec is not None:
+                self.changelog.step(migration_id, index, stats={"spec": spec})
+                indexes.remove(spec)
+        _fsync_write(meta, json_util.dumps(data).encode())
+
+    def _rename_metadata(self, old: str, new: str) -> None:
+        meta = self.folder / f"{old}.metadata.json"
+        if meta.exists():
+            meta.rename(self.folder / f"{new}.metadata.json")
+
+    # -- verify ----------------------------------------------------------------------------------
+
+    def _after(self, migration: Migration, index: int, name: str, suffix: str) -> Path:
+        """The file holding collection ``name`` as step ``index`` left it: the backup taken by the next
+        step (of this or a later migration) that rewrote it, or the current file when none did."""
+        later = []
+        position = self.migrations.index(migration) if migration in self.migrations else 0
+        for other in self.migrations[position:]:
+            start = index + 1 if other is migration else 0
+            later.extend((other.id, j) for j in range(start, len(other.steps)))
+        for migration_id, j in later:
+            kept = self.folder / backup_name(migration_id, j, f"{name}{suffix}")
+            if kept.exists():
+                return kept
+        return self.folder / f"{name}{suffix}"
+
+    def verify_migration(self, migration: Migration) -> list[str]:
+        entry = self.changelog.get(migration.id) or {}
+        problems: list[str] = []
+        for index, step in enumerate(migration.steps):
+            state = (entry.get("steps") or [])[index] if entry.get("steps") else {}
+            stats = state.get("stats") or {}
+            if step.type.kind == "collection" or state.get("state") == "pending":
+                continue
+            suffix = self._suffix(migration.id, index, step)
+            kept = self.folder / backup_name(migration.id, index, f"{step.collection}{suffix}")
+            before = _count_file(kept) if kept.exists() else None
+
+            def after(name: str, index: int = index, suffix: str = suffix) -> Iterator[Document]:
+                path = self._after(migration, index, name, suffix)
+                return _read_file(path) if path.exists() else iter(())
+
+            for name, expected in (stats.get("counts") or {}).items():
+                found = sum(1 for _ in after(name))
+                if found != expected:
+                    problems.append(f"{name}: {found} documents, {expected} written by the migration")
+            if (
+                step.type.kind == "document"
+                and before is not None
+                and stats.get("counts", {}).get(step.collection) != before
+            ):
+                problems.append(
+                    f"{step.collection}: {stats.get('counts', {}).get(step.collection)} documents after, {before} before"
+                )
+            if step.type.kind == "regroup" and before is not None:
+                total = sum(d.get("count", 0) for d in after(step.collection) if isinstance(d.get("readings"), list))
+                total += stats.get("passthrough", 0)
+                if total != before:
+                    problems.append(f"{step.collection}: buckets hold {total} readings, the original {before}")
+            if step.name in ("subset", "outlier"):
+                field = step.params["field"]
+                kept_elements = sum(len(d.get(field) or []) for d in after(step.collection))
+                if step.name == "outlier":
+                    moved = sum(len(d.get(field) or []) for d in after(step.params["overflow_collection"]))
+                    if kept_elements + moved != stats.get("elements", 0):
+                        problems.append(
+                            f"{step.collection}.{field}: {kept_elements} kept + {moved} moved, expected {stats.get('elements', 0)}"
+                        )
+                elif sum(1 for _ in after(step.params["full_collection"])) != stats.get("elements", 0):
+                    problems.append(f"{step.params['full_collection']}: expected {stats.get('elements', 0)} elements")
+        return problems
+
+    def verify(self, migration_id: str | None = None) -> dict[str, list[str]]:
+        applied = {k for k, v in self.changelog.all().items() if v.get("state") == "applied"}
+        chosen = [m for m in self.migrations if m.id in applied and (migration_id is None or m.id == migration_id)]
+        if migration_id is not None and not chosen:
+            raise InputError(f"{migration_id} is not an applied migration")
+        return {m.id: self.verify_migration(m) for m in chosen}
+
+    # -- down ------------------------------------------------------------------------------------
+
+    def down(self, to: str | None = None) -> list[str]:
+        entries = self.changelog.all()
+        applied = [m for m in self.migrations if entries.get(m.id, {}).get("state") in ("applied", "failed", "running")]
+        if to is None:
+            targets = applied[-1:]
+        elif to == "base":
+            targets = applied
+        else:
+            ids = [m.id for m in self.migrations]
+            if to not in ids:
+                raise InputError(
+                    f"no migration {to!r} in the folder", hint="use an id from 'mongopat migrate status', or base"
+                )
+            targets = [m for m in applied if ids.index(m.id) > ids.index(to)]
+        if not targets:
+            return []
+        self.lock.acquire(self.options.lock_timeout)
+        try:
+            reverted = []
+            for migration in reversed(targets):
+                started = time.monotonic()
+                self.changelog.set(migration.id, state="running")
+                entry = self.changelog.get(migration.id) or {}
+                for index in reversed(range(len(migration.steps))):
+                    state = entry["steps"][index]
+                    if state.get("state") == "pending" and not state.get("phase"):
+                        continue
+                    self._revert_step(migration.id, index, migration.steps[index], state)
+                    self.changelog.step(migration.id, index, state="pending", phase=None, read=0, written=0, stats={})
+                self.changelog.finish(migration.id, "rolled_back", started)
+                reverted.append(migration.id)
+            return reverted
+        finally:
+            self.lock.release()
+
+    def _revert_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        if step.name == "rename_collection":
+            if self.files.file_of(step.params["to"]) and not self.files.file_of(step.collection):
+                suffix = self.files.suffix_like(step.params["to"])
+                (self.folder / f"{step.params['to']}{suffix}").rename(self.folder / f"{step.collection}{suffix}")
+                self._rename_metadata(step.params["to"], step.collection)
+            return
+        if step.name in ("create_index", "drop_index"):
+            meta = self.folder / f"{step.collection}.metadata.json"
+            stats = state.get("stats") or {}
+            if not meta.exists():
+                return
+            if step.name == "create_index" and stats.get("created_metadata"):
+                meta.unlink()
+                return
+            data = json_util.loads(meta.read_text())
+            indexes = data.setdefault("indexes", [])
+            if step.name == "create_index":
+                data["indexes"] = [i for i in indexes if i.get("name") != stats.get("index")]
+            elif stats.get("spec") and not any(i.get("name") == stats["spec"].get("name") for i in indexes):
+                indexes.append(stats["spec"])
+            _fsync_write(meta, json_util.dumps(data).encode())
+            return
+        suffix = self._suffix(migration_id, index, step)
+        self._discard_temps(step, suffix)
+        kept = self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")
+        if kept.exists():
+            kept.replace(self.folder / f"{step.collection}{suffix}")
+        created = step.created_collections() if step.name != "copy_collection" else [step.params["to"]]
+        for name in created:
+            for candidate in (self.folder / f"{name}{suffix}",):
+                candidate.unlink(missing_ok=True)
+
+    # -- dry run ---------------------------------------------------------------------------------
+
+    def _dry_run(self, migration: Migration) -> dict[str, Any]:
+        from mongopat.migrate.preview import preview
+
+        steps = []
+        for step in migration.steps:
+            samples = []
+            for doc in self.files.read(step.collection):
+                samples.append(doc)
+                if len(samples) == 3:
+                    break
+            examples = []
+            if step.type.kind == "document" and samples:
+                ctx = self._context(step)
+                examples = [{"before": s, "after": transform(s, step, ctx).document} for s in samples]
+            elif samples:
+                before, after, _note = preview(step, samples[0])
+                examples = [{"before": before[0], "after": after[0]}]
+            steps.append(
+                {
+                    "step": step.name,
+                    "collection": step.collection,
+                    "documents": self.files.count(step.collection),
+                    "examples": examples,
+                }
+            )
+        return {"id": migration.id, "state": "dry-run", "steps": steps}
+
+
+def _read_file(path: Path) -> Iterator[Document]:
+    reader = _read_bson if path.name.endswith(BSON_SUFFIXES) else _read_json
+    return (doc for doc, _size in reader(path))
+
+
+def _count_file(path: Path) -> int:
+    return sum(1 for _ in _read_file(path))
+
+
+def write_json_lines(path: Path, documents: list[Document]) -> None:
+    """Helper for tests and the demo: a mongoexport file from documents."""
+    path.write_bytes(b"".join(encode_document(d) + b"\n" for d in documents))

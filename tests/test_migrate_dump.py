@@ -1,0 +1,302 @@
+"""Migrations on dump folders: whole-file atomic rewrites, byte-identical rollback, crash and SIGKILL
+recovery, the file lock, and the format of every file kept."""
+
+import datetime
+import gzip
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bson
+import pytest
+from bson import ObjectId, json_util
+from typer.testing import CliRunner
+
+from mongopat.cli import app
+from mongopat.errors import OperationFailed
+from mongopat.migrate.bookkeeping import utcnow
+from mongopat.migrate.dump_runtime import DumpRunner
+from mongopat.migrate.runtime import RunOptions
+from mongopat.migrate.script import load_folder, render
+from tests.test_migrate_runtime import STEPS, dataset
+
+runner = CliRunner()
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def make_dump(folder: Path, fmt: str = "json") -> Path:
+    data = folder / "shop"
+    data.mkdir(parents=True)
+    for name, docs in dataset().items():
+        if fmt == "bson":
+            (data / f"{name}.bson").write_bytes(b"".join(bson.encode(d) for d in docs))
+        elif fmt == "json.gz":
+            with gzip.open(data / f"{name}.json.gz", "wt") as handle:
+                handle.writelines(json_util.dumps(d) + "\n" for d in docs)
+        else:
+            (data / f"{name}.json").write_text("".join(json_util.dumps(d) + "\n" for d in docs))
+    (data / "orders.metadata.json").write_text(
+        json_util.dumps({"indexes": [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]})
+    )
+    return data
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every collection file and metadata (not mongopat's own files)."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if not p.name.startswith(("mongopat_", "."))}
+
+
+def write(folder: Path, migration_id: str, *steps) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{migration_id}.yaml").write_text(render(migration_id, migration_id, list(steps)))
+    return folder
+
+
+def make_runner(data: Path, migrations: Path, **options) -> DumpRunner:
+    return DumpRunner(data, load_folder(migrations), RunOptions(**{"batch_size": 50, "lock_timeout": 0.3, **options}))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "computed",
+        "outlier",
+        "subset",
+        "bucket",
+        "tree",
+        "pre_aggregation",
+        "extended_reference",
+        "attribute",
+        "document_versioning",
+        "create_index",
+        "rename_collection",
+        "copy_collection",
+    ],
+)
+def test_each_step_round_trip_on_a_json_dump(tmp_path, name):
+    data = make_dump(tmp_path)
+    before = files(data)
+    migrations = write(tmp_path / "m", "0001_step", STEPS[name])
+    make_runner(data, migrations).up()
+    assert files(data) != before
+    assert make_runner(data, migrations).verify() == {"0001_step": []}
+    make_runner(data, migrations).down()
+    assert files(data) == before
+    assert not [p for p in data.iterdir() if p.name.startswith(("mongopat_backup", "."))]
+
+
+@pytest.mark.parametrize("fmt", ["bson", "json.gz"])
+def test_formats_are_kept(tmp_path, fmt):
+    data = make_dump(tmp_path, fmt)
+    before = files(data)
+    migrations = write(tmp_path / "m", "0001_m", STEPS["outlier"], STEPS["bucket"])
+    make_runner(data, migrations).up()
+    suffix = ".bson" if fmt == "bson" else ".json.gz"
+    assert (data / f"orders{suffix}").exists() and (data / f"orders_items_overflow{suffix}").exists()
+    assert (data / f"readings{suffix}").exists()
+    make_runner(data, migrations).down()
+    assert files(data) == before
+
+
+def test_canonical_exports_stay_canonical(tmp_path):
+    data = tmp_path / "db"
+    data.mkdir()
+    docs = [{"_id": i, "n": bson.Int64(i), "items": [{"price": 1.5, "qty": 2}]} for i in range(5)]
+    (data / "orders.json").write_text(
+        "".join(json_util.dumps(d, json_options=json_util.CANONICAL_JSON_OPTIONS) + "\n" for d in docs)
+    )
+    make_runner(data, write(tmp_path / "m", "0001_m", STEPS["computed"])).up()
+    line = (data / "orders.json").read_text().splitlines()[0]
+    assert '"$numberLong"' in line and '"total"' in line
+
+
+def reference_state(tmp_path, steps) -> dict[str, bytes]:
+    data = make_dump(tmp_path / "reference")
+    make_runner(data, write(tmp_path / "reference_m", "0001_m", *steps)).up()
+    return files(data)
+
+
+def test_exception_at_random_points_then_resume(tmp_path):
+    steps = [STEPS["computed"], STEPS["outlier"], STEPS["bucket"]]
+    expected = reference_state(tmp_path, steps)
+    rng = random.Random(5)
+    for attempt in range(8):
+        data = make_dump(tmp_path / f"run{attempt}")
+        migrations = write(tmp_path / f"m{attempt}", "0001_m", *steps)
+        cut = rng.randint(1, 10)
+        calls = {"n": 0}
+
+        def fault(*_args, cut=cut, calls=calls):
+            calls["n"] += 1
+            if calls["n"] == cut:
+                raise Boom(f"at {cut}")
+
+        with pytest.raises(Boom):
+            make_runner(data, migrations, on_batch=fault).up()
+        assert not [
+            p
+            for p in data.iterdir()
+            if p.name.endswith(".json") and p.stat().st_size == 0 and not p.name.startswith(".")
+        ]
+        make_runner(data, migrations).up()
+        assert files(data) == expected, f"attempt {attempt}, cut {cut}"
+
+
+def _big_dump(folder: Path) -> Path:
+    data = folder / "iot"
+    data.mkdir(parents=True)
+    start = datetime.datetime(2026, 1, 1)
+    lines = [
+        json_util.dumps(
+            {
+                "_id": ObjectId(f"{i:024x}"),
+                "sensor": f"s{i % 20}",
+                "ts": start + datetime.timedelta(seconds=i),
+                "v": i % 17 * 0.5,
+                "tags": list(range(i % 7)) if i % 997 else list(range(400)),
+            }
+        )
+        + "\n"
+        for i in range(15_000)
+    ]
+    (data / "readings.json").write_text("".join(lines))
+    return data
+
+
+BIG_STEPS = [
+    {"step": "computed", "collection": "readings", "field": "v2", "expression": "v * 2"},
+    {
+        "step": "outlier",
+        "collection": "readings",
+        "field": "tags",
+        "threshold": 50,
+        "overflow_collection": "readings_tags_overflow",
+    },
+    {
+        "step": "bucket",
+        "collection": "readings",
+        "series_key": "sensor",
+        "time_field": "ts",
+        "window_seconds": 600,
+        "measurements": ["v"],
+    },
+]
+
+
+def test_sigkill_at_random_moments_then_resume(tmp_path):
+    reference = _big_dump(tmp_path / "reference")
+    migrations = write(tmp_path / "m", "0001_big", *BIG_STEPS)
+    started = time.monotonic()
+    make_runner(reference, migrations).up()
+    duration = time.monotonic() - started  # kill within the run (plus the child's start-up)
+    expected = files(reference)
+    rng = random.Random(9)
+    interrupted = 0
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    for attempt in range(4):
+        data = _big_dump(tmp_path / f"kill{attempt}")
+        command = [
+            sys.executable,
+            "-m",
+            "mongopat",
+            "-q",
+            "migrate",
+            "up",
+            "--dump",
+            str(data),
+            "--dir",
+            str(migrations),
+            "--yes",
+            "--lock-timeout",
+            "0",
+        ]
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.4 + rng.uniform(0.1, 0.95) * duration)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        changelog = data / "mongopat_changelog.json"
+        state = (
+            json_util.loads(changelog.read_text().splitlines()[0])["state"]
+            if changelog.exists() and changelog.read_text()
+            else "none"
+        )
+        interrupted += state != "applied"
+        lock = data / "mongopat_lock.json"
+        if lock.exists():  # the killed run's lease: expire it rather than wait 60 s
+            held = json_util.loads(lock.read_text())
+            held["expires_at"] = utcnow() - datetime.timedelta(seconds=1)
+            lock.write_text(json_util.dumps(held))
+        result = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(migrations), "--yes"])
+        assert result.exit_code == 0, result.output
+        assert files(data) == expected, f"attempt {attempt}"
+        shutil.rmtree(data.parent)
+    assert interrupted >= 3  # the kills landed inside the run, not after it
+
+
+def test_the_file_lock(tmp_path):
+    data = make_dump(tmp_path)
+    migrations = write(tmp_path / "m", "0001_m", STEPS["computed"])
+    holder = {
+        "_id": "migrate",
+        "holder": "other",
+        "host": "laptop:77",
+        "acquired_at": utcnow(),
+        "expires_at": utcnow() + datetime.timedelta(minutes=5),
+    }
+    (data / "mongopat_lock.json").write_text(json_util.dumps(holder))
+    with pytest.raises(OperationFailed, match="laptop:77"):
+        make_runner(data, migrations).up()
+    holder["expires_at"] = utcnow() - datetime.timedelta(seconds=1)
+    (data / "mongopat_lock.json").write_text(json_util.dumps(holder))
+    assert make_runner(data, migrations).up()[0]["state"] == "applied"
+    assert not (data / "mongopat_lock.json").exists()
+
+
+def test_bookkeeping_files_are_not_collections(tmp_path):
+    data = make_dump(tmp_path)
+    make_runner(data, write(tmp_path / "m", "0001_m", STEPS["computed"])).up()
+    result = runner.invoke(app, ["analyze", "--dump", str(data), "-f", "json"])
+    names = {c["name"] for c in __import__("json").loads(result.stdout)["collections"]}
+    assert not any(n.startswith("mongopat_") for n in names)
+
+
+def test_end_to_end_on_a_dump_folder(tmp_path):
+    data = tmp_path / "shop"
+    shutil.copytree(SAMPLES / "ecommerce" / "shop", data)
+    before = files(data)
+    recs, folder = tmp_path / "recs.json", tmp_path / "migrations"
+    assert (
+        runner.invoke(
+            app,
+            [
+                "recommend",
+                "--dump",
+                str(data),
+                "--access",
+                str(SAMPLES / "ecommerce/access.yaml"),
+                "-f",
+                "json",
+                "-o",
+                str(recs),
+            ],
+        ).exit_code
+        == 0
+    )
+    assert runner.invoke(app, ["migrate", "plan", "--from", str(recs), "--dir", str(folder), "--yes"]).exit_code == 0
+    up = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(folder), "--yes"])
+    assert up.exit_code == 0, up.output
+    assert runner.invoke(app, ["migrate", "verify", "--dump", str(data), "--dir", str(folder)]).exit_code == 0
+    status = runner.invoke(app, ["migrate", "status", "--dump", str(data), "--dir", str(folder), "-f", "json"])
+    assert {m["state"] for m in __import__("json").loads(status.stdout)["migrations"]} == {"applied"}
+    down = runner.invoke(app, ["migrate", "down", "--dump", str(data), "--dir", str(folder), "--to", "base", "--yes"])
+    assert down.exit_code == 0, down.output
+    assert files(data) == before
