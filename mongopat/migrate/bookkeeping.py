@@ -144,6 +144,16 @@ class Changelog:
     def add_counts(self, migration_id: str, read: int, written: int) -> None:
         self.collection.update_one({"_id": migration_id}, {"$inc": {"read": read, "written": written}})
 
+    def checkpoint(self, migration_id: str, index: int, read_more: int, written_more: int, **fields: Any) -> None:
+        """A batch is done: its step's progress and the migration's totals, in one update."""
+        self.collection.update_one(
+            {"_id": migration_id},
+            {
+                "$set": {f"steps.{index}.{k}": v for k, v in fields.items()},
+                "$inc": {"read": read_more, "written": written_more},
+            },
+        )
+
     def finish(self, migration_id: str, state: str, started: float, error: str | None = None) -> None:
         self.collection.update_one(
             {"_id": migration_id},

@@ -30,8 +30,16 @@ from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_pytho
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transforms import BucketBuilder, Context, Document, get_path, transform
-from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES, _read_bson, _read_json, resolve_dump_folder
-from mongopat.sources.extjson import encode_document
+from mongopat.sources.dump import (
+    BSON_SUFFIXES,
+    JSON_SUFFIXES,
+    _bson_records,
+    _json_records,
+    _read_bson,
+    read_json_documents,
+    resolve_dump_folder,
+)
+from mongopat.sources.extjson import encode_document, loads
 
 CHANGELOG_FILE = "mongopat_changelog.json"
 LOCK_FILE = "mongopat_lock.json"
@@ -207,11 +215,11 @@ class DumpFolder:
         path = self.file_of(name)
         if path is None:
             return iter(())
-        reader = _read_bson if path.name.endswith(BSON_SUFFIXES) else _read_json
-        return (doc for doc, _size in reader(path))
+        return _documents(path)
 
     def count(self, name: str) -> int:
-        return sum(1 for _ in self.read(name))
+        path = self.file_of(name)
+        return 0 if path is None else _count_file(path)
 
     def canonical(self, name: str) -> bool:
         path = self.file_of(name)
@@ -389,8 +397,7 @@ class DumpRunner(RunnerBase):
         self, migration_id: str, index: int, step: Step, suffix: str, source: Path
     ) -> tuple[int, int, dict[str, Any]]:
         canonical = self.files.canonical(step.collection)
-        reader = _read_bson if source.name.endswith(BSON_SUFFIXES) else _read_json
-        documents = (doc for doc, _ in reader(source))
+        documents = _documents(source)
         writers: dict[str, DocumentWriter] = {}
 
         def writer(name: str) -> DocumentWriter:
@@ -578,7 +585,8 @@ class DumpRunner(RunnerBase):
                 return _read_file(path) if path.exists() else iter(())
 
             for name, expected in (stats.get("counts") or {}).items():
-                found = sum(1 for _ in after(name))
+                found_path = self._after(migration, index, name, suffix)
+                found = _count_file(found_path) if found_path.exists() else 0
                 if found != expected:
                     problems.append(f"{name}: {found} documents, {expected} written by the migration")
             if (
@@ -603,7 +611,7 @@ class DumpRunner(RunnerBase):
                         problems.append(
                             f"{step.collection}.{field}: {kept_elements} kept + {moved} moved, expected {stats.get('elements', 0)}"
                         )
-                elif sum(1 for _ in after(step.params["full_collection"])) != stats.get("elements", 0):
+                elif self.files.count(step.params["full_collection"]) != stats.get("elements", 0):
                     problems.append(f"{step.params['full_collection']}: expected {stats.get('elements', 0)} elements")
         return problems
 
@@ -714,13 +722,24 @@ class DumpRunner(RunnerBase):
         return {"id": migration.id, "state": "dry-run", "steps": steps}
 
 
+def _documents(path: Path) -> Iterator[Document]:
+    """Fully decoded documents of a collection file (BSON types restored)."""
+    if path.name.endswith(BSON_SUFFIXES):
+        return (doc for doc, _size in _read_bson(path))
+    return read_json_documents(path)
+
+
 def _read_file(path: Path) -> Iterator[Document]:
-    reader = _read_bson if path.name.endswith(BSON_SUFFIXES) else _read_json
-    return (doc for doc, _size in reader(path))
+    """Documents of a file as plain structures, for verification: Extended JSON wrappers stay undecoded,
+    which is enough to count documents, sum counts and measure arrays, and several times faster."""
+    if path.name.endswith(BSON_SUFFIXES):
+        return (bson.decode(raw) for _offset, raw in _bson_records(path))
+    return (record if isinstance(record, dict) else loads(record) for _line, record in _json_records(path))
 
 
 def _count_file(path: Path) -> int:
-    return sum(1 for _ in _read_file(path))
+    records = _bson_records(path) if path.name.endswith(BSON_SUFFIXES) else _json_records(path)
+    return sum(1 for _ in records)
 
 
 def write_json_lines(path: Path, documents: list[Document]) -> None:

@@ -333,16 +333,17 @@ class Runner(RunnerBase):
             outcome.read += len(batch)
             outcome.written += written
             last_id, has_last = ids[-1], True
-            self.changelog.step(
+            self.changelog.checkpoint(
                 migration_id,
                 index,
+                len(batch),
+                written,
                 last_id=last_id,
                 has_last=True,
                 read=outcome.read,
                 written=outcome.written,
                 stats=outcome.stats,
             )
-            self.changelog.add_counts(migration_id, len(batch), written)
             self.lock.renew()
             self._after_batch(migration_id, index, outcome.read)
         if step.name == "attribute" and step.params.get("index"):
@@ -443,16 +444,17 @@ class Runner(RunnerBase):
                 outcome.written += len(operations)
                 outcome.stats["passthrough"] = outcome.stats.get("passthrough", 0) + len(passthrough)
                 last_id, has_last = _decoded_id(batch[-1]), True
-                self.changelog.step(
+                self.changelog.checkpoint(
                     migration_id,
                     index,
+                    len(batch),
+                    len(operations),
                     last_id=last_id,
                     has_last=True,
                     read=outcome.read,
                     written=outcome.written,
                     stats=outcome.stats,
                 )
-                self.changelog.add_counts(migration_id, len(batch), len(operations))
                 self.lock.renew()
                 self._after_batch(migration_id, index, outcome.read)
             if stage not in set(self.db.list_collection_names()):

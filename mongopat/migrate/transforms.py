@@ -325,7 +325,8 @@ class BucketBuilder:
             bucket = self._new(series, start, bucket["_id"]["n"] + 1)
             self.open[key] = bucket
             self.ids[key] = set()
-        reading = {name: value for name, value in doc.items() if name != self.series_key}
+        reading = dict(doc)
+        del reading[self.series_key]
         bucket["readings"].append(reading)
         bucket["count"] += 1
         self.ids[key].add(doc.get("_id"))

@@ -341,6 +341,15 @@ def _read_json(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[
         yield _decode_json_record(path, line_number, record)
 
 
+def read_json_documents(path: Path) -> Iterator[dict[str, Any]]:
+    """Decoded documents without their BSON sizes (for rewriting files, where sizes are not needed)."""
+    for line_number, record in _json_records(path):
+        try:
+            yield decode_document(record) if type(record) is bytes else decode_value(record)
+        except (JSONDecodeError, ExtendedJSONError, ValueError) as exc:
+            raise InputError(f"{path}:{line_number}: not a valid Extended JSON document: {json_problem(exc)}") from None
+
+
 def json_problem(exc: Exception) -> str:
     """The parser's complaint with a column within the line, not an offset into a buffer."""
     if isinstance(exc, JSONDecodeError) and hasattr(exc, "msg") and hasattr(exc, "pos"):

@@ -132,18 +132,22 @@ def _date_text(value: datetime.datetime) -> Any:
     if value.tzinfo is not None:
         value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
     if 1970 <= value.year <= 9999:
-        return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+        return value.isoformat(timespec="milliseconds") + "Z"
     millis = (value - _EPOCH) // datetime.timedelta(milliseconds=1)
     return {"$numberLong": str(millis)}
+
+
+# Values JSON writes as they are (in relaxed mode); everything else goes through to_extended.
+_PLAIN = frozenset({str, bool, type(None)})
 
 
 def to_extended(value: Any, canonical: bool = False) -> Any:
     """BSON values as Extended JSON structures (relaxed by default), ready for a JSON encoder."""
     kind = type(value)
     if kind is dict:
-        return {key: to_extended(item, canonical) for key, item in value.items()}
+        return {key: item if type(item) in _PLAIN else to_extended(item, canonical) for key, item in value.items()}
     if kind is list:
-        return [to_extended(item, canonical) for item in value]
+        return [item if type(item) in _PLAIN else to_extended(item, canonical) for item in value]
     if kind is str or kind is bool or value is None:
         return value
     if kind is int:
