@@ -31,6 +31,10 @@ from rich.table import Table
 
 from mongopat import __version__, command
 from mongopat.analysis.collection import AnalyzeOptions
+from mongopat.check.formats import to_json as check_json
+from mongopat.check.formats import to_junit as check_junit
+from mongopat.check.formats import to_sarif as check_sarif
+from mongopat.demo import run_demo
 from mongopat.draft.render import to_json as draft_json
 from mongopat.draft.render import to_yaml
 from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError
@@ -485,6 +489,128 @@ def access_draft(
         return 0
 
     run(body, uri)
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  mongopat check --dump ./export --access access.yaml --snapshot schema.json\n\n"
+        "  mongopat check --uri mongodb://ci@db/shop --dir migrations --format sarif -o mongopat.sarif\n\n"
+        "  mongopat check --report report.json --fail-on warning --format junit -o mongopat.xml\n\n"
+        "  mongopat check --dump ./export --write-snapshot schema.json"
+    )
+)
+def check(
+    uri: UriOption = None,
+    dump: DumpOption = None,
+    db: DbOption = None,
+    collection: CollectionOption = None,
+    report: Annotated[str | None, typer.Option("--report", help="A saved report instead of a source.")] = None,
+    access: Annotated[
+        str | None, typer.Option("--access", "-a", help="Access-pattern file (its check: section too).")
+    ] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="Check configuration (default: ./mongopat.yaml if present).")
+    ] = None,
+    dir: DirOption = "migrations",
+    snapshot: Annotated[
+        str | None, typer.Option("--snapshot", help="Compare with this committed schema snapshot.")
+    ] = None,
+    write_snapshot: Annotated[
+        str | None, typer.Option("--write-snapshot", help="Record the analysed shape to this file.")
+    ] = None,
+    fail_on: Annotated[
+        str, typer.Option("--fail-on", help="Lowest severity that fails: info, warning or error.")
+    ] = "error",
+    threshold: Annotated[
+        list[str] | None, typer.Option("--threshold", "-t", help="Override a rule threshold: RULE.KEY=NUMBER.")
+    ] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="table, json, junit or sarif.")] = "table",
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Write the output to this file instead of stdout.")
+    ] = None,
+    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
+    max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
+    read_preference: ReadPrefOption = "secondaryPreferred",
+    quiet: QuietOption = False,
+) -> None:
+    """The CI gate: exit 0 when all is well, 1 when a finding reaches --fail-on, 2 on usage or input errors."""
+    apply_output_flags(quiet, False)
+
+    def body() -> int:
+        _check_format(format, ("table", "json", "junit", "sarif"))
+        spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference)
+        result = command.check(
+            spec,
+            report,
+            access,
+            config,
+            dir,
+            snapshot,
+            write_snapshot,
+            fail_on,
+            command.parse_threshold_options(threshold or []),
+            collection,
+        )
+        if format == "table":
+            print_check(result, State.stdout())
+            return 0 if result["ok"] else 1
+        if format == "json":
+            text = json.dumps(check_json(result), indent=2, ensure_ascii=False, default=_json_default) + "\n"
+        elif format == "junit":
+            text = check_junit(result)
+        else:
+            text = json.dumps(check_sarif(result), indent=2, ensure_ascii=False, default=_json_default) + "\n"
+        if output:
+            write_text(output, text)
+        else:
+            sys.stdout.write(text)
+        return 0 if result["ok"] else 1
+
+    run(body, uri)
+
+
+def print_check(result: dict[str, Any], console: Console) -> None:
+    summary = result["summary"]
+    status = "[bold green]ok[/]" if result["ok"] else f"[bold red]{summary['failing']} failing[/]"
+    console.print(
+        f"mongopat check: {status} (fail on {result['fail_on']}; {summary['findings']} finding(s), "
+        f"{summary['waived']} waived)"
+    )
+    for name, ran in result["checks"].items():
+        console.print(
+            f"  {name}: " + ("checked" if ran["ran"] else f"skipped ({ran['note']})"), markup=False, style="dim"
+        )
+    if result["findings"]:
+        table = Table(header_style="bold")
+        for column in ("severity", "id", "check", "where", "message"):
+            table.add_column(column)
+        for finding in result["findings"]:
+            where = ".".join(x for x in (finding.collection, finding.field) if x)
+            severity = "waived" if finding.waived else finding.severity
+            table.add_row(severity, finding.id, finding.check, where, finding.message[:160])
+        console.print(table)
+    for note in result["notes"]:
+        console.print(f"note: {note}", markup=False, style="dim")
+
+
+@app.command(epilog="Examples:\n\n  mongopat demo\n\n  mongopat demo /tmp/mongopat-demo")
+def demo(
+    folder: Annotated[
+        str, typer.Argument(help="A new or empty folder for the dataset, migrations and reports.")
+    ] = "mongopat-demo",
+) -> None:
+    """Write a realistic dataset and run analyze, recommend, plan, up, verify and check on it (no server needed)."""
+
+    def body() -> int:
+        console = State.stdout()
+        return run_demo(
+            Path(folder),
+            lambda text: console.print(text, markup=False, highlight=False),
+            lambda text: console.print(f"$ {text}", markup=False, style="bold cyan"),
+        )
+
+    run(body)
 
 
 migrate_app = typer.Typer(

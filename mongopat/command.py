@@ -6,13 +6,29 @@ bad input; printing is the caller's business.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import difflib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mongopat.access import load_access_file
 from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis, analyze_collection
 from mongopat.analysis.references import find_references
+from mongopat.check.config import CheckConfig, check_section_of_access_file
+from mongopat.check.config import load_config as load_check_config
+from mongopat.check.findings import (
+    CHECKS,
+    Finding,
+    apply_waivers,
+    drift_findings,
+    failing,
+    migration_findings,
+    recommendation_findings,
+    rule_findings,
+)
+from mongopat.check.snapshot import build_snapshot, load_snapshot
+from mongopat.check.snapshot import compare as compare_snapshots
 from mongopat.draft.build import Draft, build_draft
 from mongopat.draft.logs import scan_logs
 from mongopat.draft.server import SourceStatus, probe_server
@@ -20,9 +36,9 @@ from mongopat.errors import InputError
 from mongopat.migrate.dump_runtime import DumpRunner
 from mongopat.migrate.runtime import Runner, RunnerBase, RunOptions
 from mongopat.migrate.script import load_folder
-from mongopat.report import build_report
+from mongopat.report import build_report, load_report, write_report
 from mongopat.rules import Context, registry, run_rules
-from mongopat.rules.base import SEVERITIES
+from mongopat.rules.base import SEVERITIES, SEVERITY_RANK
 from mongopat.sources import MongoSource, Source, SourceSpec, open_source
 
 # Called once per collection with (name, expected documents or None); returns the per-batch callback.
@@ -194,8 +210,10 @@ def draft_access(
         for collection in report["collections"]:
             profile = next((p for p in collection["time"] if p["field"] == "_id"), None)
             if profile and profile["avg_per_sec"]:
-                why = (f"inserts measured from _id timestamps of {profile['documents']:,} documents "
-                       f"between {profile['first']} and {profile['last']}")  # fmt: skip
+                why = (
+                    f"inserts measured from _id timestamps of {profile['documents']:,} documents "
+                    f"between {profile['first']} and {profile['last']}"
+                )
                 data_rates[collection["name"]] = (profile["avg_per_sec"], why)
         statuses.append(
             SourceStatus(
@@ -256,3 +274,94 @@ def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = Non
     source, runner = _migration_runner(spec, folder)
     with source:
         return runner.verify(migration_id)
+
+
+def check(
+    spec: SourceSpec | None = None,
+    report_path: str | None = None,
+    access_path: str | None = None,
+    config_path: str | None = None,
+    migrations_dir: str | None = None,
+    snapshot_path: str | None = None,
+    write_snapshot_path: str | None = None,
+    fail_on: str = "error",
+    thresholds: dict[str, dict[str, float]] | None = None,
+    collections: list[str] | None = None,
+    today: datetime.date | None = None,
+) -> dict[str, Any]:
+    """The CI gate: every check over a live source, a dump folder or a saved report.
+
+    Returns the findings (waivers applied), those that fail at ``fail_on``, and which checks ran.
+    """
+    if fail_on not in SEVERITIES:
+        raise InputError(f"--fail-on {fail_on!r}: one of {', '.join(SEVERITIES)}")
+    has_source = spec is not None and bool(spec.uri or spec.dump)
+    if report_path and has_source:
+        raise InputError("give either --report or a source (--uri/--dump), not both")
+    config = CheckConfig()
+    default_config = Path("mongopat.yaml")
+    if config_path or default_config.exists():
+        config.merge(load_check_config(config_path or default_config))
+    if access_path:
+        section = check_section_of_access_file(access_path)
+        if section is not None:
+            config.merge(section)
+    merged_thresholds = dict(config.thresholds)
+    for code, values in (thresholds or {}).items():
+        merged_thresholds.setdefault(code, {}).update(values)
+    report = load_report(report_path) if report_path else analyze(spec or SourceSpec(), collections)
+    notes: list[str] = []
+    checks = {name: {"ran": False, "note": ""} for name in CHECKS}
+    findings: list[Finding] = []
+
+    result = recommend(report, access_path, merged_thresholds)
+    findings.extend(recommendation_findings(result))
+    notes.extend(result.get("notes", []))
+    checks["recommendations"]["ran"] = True
+
+    folder = migrations_dir or "migrations"
+    if has_source and Path(folder).is_dir():
+        assert spec is not None
+        findings.extend(migration_findings(migrate_status(spec, folder), folder))
+        checks["migrations"]["ran"] = True
+    else:
+        checks["migrations"]["note"] = (
+            f"no migrations folder {folder}"
+            if not Path(folder).is_dir()
+            else "needs the target (--uri or --dump), not a saved report"
+        )
+    if snapshot_path:
+        changes = compare_snapshots(
+            load_snapshot(snapshot_path), build_snapshot(report), config.presence_tolerance, config.length_factor
+        )
+        findings.extend(drift_findings(changes, snapshot_path))
+        checks["drift"]["ran"] = True
+    else:
+        checks["drift"]["note"] = "no --snapshot given"
+    if config.rules:
+        findings.extend(rule_findings(report, config.rules, config.sources[0] if config.sources else None))
+        checks["rules"]["ran"] = True
+    else:
+        checks["rules"]["note"] = "no rules declared"
+    if write_snapshot_path:
+        write_report(build_snapshot(report), write_snapshot_path)
+    apply_waivers(findings, config, today)
+    findings.sort(key=lambda f: (-SEVERITY_RANK[f.severity], f.check, f.collection or "", f.id))
+    failed = failing(findings, fail_on)
+    by_severity = {s: sum(1 for f in findings if f.severity == s and not f.waived) for s in SEVERITIES}
+    return {
+        "ok": not failed,
+        "fail_on": fail_on,
+        "findings": findings,
+        "failing": failed,
+        "checks": checks,
+        "summary": {
+            "findings": len(findings),
+            "failing": len(failed),
+            "waived": sum(1 for f in findings if f.waived),
+            "by_severity": by_severity,
+        },
+        "notes": notes,
+        "source": report["source"],
+        "checked_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }

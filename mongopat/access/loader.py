@@ -180,7 +180,7 @@ def _describe(node: yaml.Node) -> str:
 
 QUERY_KEYS = ("name", "filter", "sort", "limit", "fields", "derive", "lookup", "aggregate", "embed", "per_sec")
 COLLECTION_KEYS = ("description", "writes", "queries", "counters", "history")
-TOP_KEYS = ("version", "database", "collections", "thresholds")
+TOP_KEYS = ("version", "database", "collections", "thresholds", "check")
 
 
 def load_access_file(path: str | Path, known_collections: Iterable[str] | None = None) -> AccessFile:
@@ -224,6 +224,10 @@ def parse_access_text(text: str, file: str = "<access>", known_collections: Iter
     for name, node in (collection_nodes or {}).items():
         collections[name] = _collection(check, name, node)
     thresholds = _thresholds(check, top["thresholds"]) if "thresholds" in top else {}
+    if "check" in top:  # the CI gate's settings (mongopat check); validated here so recommend reports them too
+        from mongopat.check.config import parse_section
+
+        parse_section(check, top["check"], "check", allow_version=False)
     known = set(collections) | set(known_collections or ())
     for access in collections.values():
         for query in access.queries:

@@ -42,3 +42,11 @@ def test_silent_on_uniform_shapes(tmp_path):
 def test_threshold_is_configurable(tmp_path):
     report = report_of(tmp_path, {"activities": activities()})
     assert findings(report, thresholds={"MP108": {"min_shape_share": 0.5}}, rule="MP108") == []
+
+
+def test_an_optional_field_is_not_a_kind(tmp_path):
+    docs = [
+        {"_id": oid_at(START + datetime.timedelta(minutes=i), i), "a": 1, "b": 2, **({"c": 3} if i % 2 else {})}
+        for i in range(100)
+    ]
+    assert findings(report_of(tmp_path, {"things": docs}), rule="MP108") == []

@@ -33,6 +33,13 @@ class PolymorphicRule(Rule):
         core = set.intersection(*(set(s["fields"]) for s in major)) - {"_id"}
         if len(core) < self.threshold("min_core_fields"):
             return []
+        # Kinds have fields of their own; a shape that only lacks an optional field is not a kind.
+        distinct = 0
+        for shape in major:
+            others = set().union(*(set(o["fields"]) for o in major if o is not shape))
+            distinct += bool(set(shape["fields"]) - others)
+        if distinct < 2:
+            return []
         discriminator = self._discriminator(collection, core, len(major))
         specific = {",".join(sorted(set(s["fields"]) - core - {"_id"})) or "(core only)": s["documents"] for s in major}
         rules = []
