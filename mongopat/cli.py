@@ -26,6 +26,7 @@ from rich.progress import (
     SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.table import Table
 
@@ -378,7 +379,7 @@ def recommend(
     run(body, uri)
 
 
-@app.command(name="rules")
+@app.command(name="rules", epilog="Examples:\n\n  mongopat rules\n\n  mongopat rules --format json")
 def list_rules(
     format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
 ) -> None:
@@ -730,20 +731,22 @@ def _run_options(batch_size: int, lock_timeout: float, dry_run: bool = False) ->
             MofNCompleteColumn(),
             TextColumn("{task.fields[rate]} docs/s"),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=console,
             transient=True,
         )
         tasks: dict[tuple[str, int], Any] = {}
         started: dict[tuple[str, int], float] = {}
 
-        def update(migration_id: str, index: int, done: int | None) -> None:
+        def update(migration_id: str, index: int, done: int, total: int | None = None) -> None:
             key = (migration_id, index)
             if key not in tasks:
                 progress.start()
-                tasks[key] = progress.add_task(f"{migration_id} step {index + 1}", total=None, rate="-")
+                tasks[key] = progress.add_task(f"{migration_id} step {index + 1}", total=total, rate="-")
                 started[key] = time.monotonic()
             elapsed = max(time.monotonic() - started[key], 1e-6)
-            progress.update(tasks[key], completed=done, rate=f"{(done or 0) / elapsed:,.0f}")
+            progress.update(tasks[key], completed=done, total=total, rate=f"{done / elapsed:,.0f}")
 
         options.progress = update
         options.on_batch = None
@@ -767,7 +770,13 @@ LockTimeoutOption = Annotated[
 ]
 
 
-@migrate_app.command("status")
+@migrate_app.command(
+    "status",
+    epilog=(
+        "Examples:\n\n  mongopat migrate status --uri mongodb://localhost/shop\n\n"
+        "  mongopat migrate status --dump ./export --dir migrations -f json"
+    ),
+)
 def migrate_status(
     uri: MigrateSource = None,
     db: DbOption = None,
@@ -906,7 +915,13 @@ def migrate_down(
     run(body, uri)
 
 
-@migrate_app.command("verify")
+@migrate_app.command(
+    "verify",
+    epilog=(
+        "Examples:\n\n  mongopat migrate verify --uri mongodb://localhost/shop\n\n"
+        "  mongopat migrate verify 0003_bucket_readings --dump ./export"
+    ),
+)
 def migrate_verify(
     migration_id: Annotated[str | None, typer.Argument(help="One migration id; default: every applied one.")] = None,
     uri: MigrateSource = None,

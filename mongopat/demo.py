@@ -66,7 +66,11 @@ def _dashboard_reads(data: Path, start: datetime.datetime | None = None) -> tupl
         if document.get("sensorId") != "sensor-00":
             continue
         if "readings" in document:  # a bucket
-            if start is not None and document["start"] < start + datetime.timedelta(hours=1) and document["end"] > start:
+            if (
+                start is not None
+                and document["start"] < start + datetime.timedelta(hours=1)
+                and document["end"] > start
+            ):
                 count += 1
             continue
         start = start or document["ts"]

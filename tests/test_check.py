@@ -259,3 +259,35 @@ def test_demo_runs_end_to_end(tmp_path):
     assert (tmp_path / "demo" / "report.html").exists()
     again = runner.invoke(app, ["demo", str(tmp_path / "demo")])
     assert again.exit_code == 2 and "not empty" in again.output
+
+
+def test_snapshot_compare_collection_and_index_changes():
+    from mongopat.check.snapshot import compare
+
+    field = {"types": ["string"], "presence": 1.0, "presence_band": "always", "array_p95": None}
+    old = {
+        "collections": {"a": {"fields": {"x": field}, "indexes": ['[["x", 1]]']}, "gone": {"fields": {}, "indexes": []}}
+    }
+    new = {"collections": {"a": {"fields": {"x": field}, "indexes": []}, "fresh": {"fields": {}, "indexes": []}}}
+    kinds = {(c["kind"], c["severity"]) for c in compare(old, new, 0.2, 2.0)}
+    assert kinds == {("index-removed", "warning"), ("vanished-collection", "error"), ("new-collection", "warning")}
+
+
+def test_every_command_has_examples_in_its_help():
+    for args in (
+        ["--help"],
+        ["analyze", "-h"],
+        ["recommend", "-h"],
+        ["check", "-h"],
+        ["demo", "-h"],
+        ["rules", "-h"],
+        ["access", "draft", "-h"],
+        ["migrate", "plan", "-h"],
+        ["migrate", "new", "-h"],
+        ["migrate", "status", "-h"],
+        ["migrate", "up", "-h"],
+        ["migrate", "down", "-h"],
+        ["migrate", "verify", "-h"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0 and "Examples" in result.output, args

@@ -300,3 +300,35 @@ def test_end_to_end_on_a_dump_folder(tmp_path):
     down = runner.invoke(app, ["migrate", "down", "--dump", str(data), "--dir", str(folder), "--to", "base", "--yes"])
     assert down.exit_code == 0, down.output
     assert files(data) == before
+
+
+def test_two_concurrent_runs_exactly_one_applies(tmp_path):
+    """Two processes start `migrate up` on one folder at once: one applies, the other waits for the lock,
+    then finds nothing left to do (or, with a short lock timeout, stops naming the holder)."""
+    data = _big_dump(tmp_path)
+    migrations = write(tmp_path / "m", "0001_big", *BIG_STEPS)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    command = [
+        sys.executable,
+        "-m",
+        "mongopat",
+        "migrate",
+        "up",
+        "--dump",
+        str(data),
+        "--dir",
+        str(migrations),
+        "--yes",
+        "--lock-timeout",
+        "120",
+    ]
+    processes = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=300) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    applied = [out for out, _err in outputs if "applied 0001_big" in out]
+    assert len(applied) == 1, outputs
+    assert any("nothing to apply" in out for out, _err in outputs) or len(applied) == 1
+    changelog = json_util.loads((data / "mongopat_changelog.json").read_text().splitlines()[0])
+    assert changelog["state"] == "applied" and changelog["read"] == 45_000  # three steps of 15,000, read once each

@@ -283,6 +283,7 @@ class DumpRunner(RunnerBase):
         self.options = options or RunOptions()
         self.changelog = FileChangelog(folder)
         self.lock = FileLock(folder, self.options.lease_seconds)
+        self._total: int | None = None
 
     # -- up --------------------------------------------------------------------------------------
 
@@ -398,6 +399,7 @@ class DumpRunner(RunnerBase):
     ) -> tuple[int, int, dict[str, Any]]:
         canonical = self.files.canonical(step.collection)
         documents = _documents(source)
+        self._total = _count_file(source)  # a quick count of records, for the progress bar's ETA
         writers: dict[str, DocumentWriter] = {}
 
         def writer(name: str) -> DocumentWriter:
@@ -440,7 +442,7 @@ class DumpRunner(RunnerBase):
     def _hook(self, migration_id: str, index: int, done: int) -> None:
         """Progress, and the place tests inject faults (between batches and between commit renames)."""
         if self.options.progress is not None and done >= 0:
-            self.options.progress(migration_id, index, done)
+            self.options.progress(migration_id, index, done, self._total)
         if self.options.on_batch is not None:
             self.options.on_batch(migration_id, index, done)
 

@@ -73,7 +73,8 @@ class RunOptions:
     dry_run: bool = False
     # Called after each batch with (migration id, step index, documents done); tests inject faults here.
     on_batch: Callable[[str, int, int], None] | None = None
-    progress: Callable[[str, int, int | None], None] | None = None
+    # Called after each batch with (migration id, step index, documents done, documents in all or None).
+    progress: Callable[[str, int, int, int | None], None] | None = None
 
 
 @dataclass
@@ -297,6 +298,7 @@ class Runner(RunnerBase):
             self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
         parents = self._parents(step) if step.name == "tree" else {}
         backups = self.db[BACKUP]
+        total = self.db[name].estimated_document_count()
         outcome = StepOutcome(
             read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
         )
@@ -345,14 +347,14 @@ class Runner(RunnerBase):
                 stats=outcome.stats,
             )
             self.lock.renew()
-            self._after_batch(migration_id, index, outcome.read)
+            self._after_batch(migration_id, index, outcome.read, total)
         if step.name == "attribute" and step.params.get("index"):
             self.db[name].create_index(list(step.params["index"].items()))
         return outcome
 
-    def _after_batch(self, migration_id: str, index: int, done: int) -> None:
+    def _after_batch(self, migration_id: str, index: int, done: int, total: int | None = None) -> None:
         if self.options.progress is not None:
-            self.options.progress(migration_id, index, done)
+            self.options.progress(migration_id, index, done, total)
         if self.options.on_batch is not None:
             self.options.on_batch(migration_id, index, done)
 
@@ -423,6 +425,7 @@ class Runner(RunnerBase):
                 return found[0] if found else None
 
             builder = BucketBuilder(step, load)
+            total = self.db[name].estimated_document_count()
             last_id, has_last = state.get("last_id"), state.get("has_last", False)
             for batch in self.scan(name, last_id, has_last):
                 touched: dict[str, Document] = {}
@@ -456,7 +459,7 @@ class Runner(RunnerBase):
                     stats=outcome.stats,
                 )
                 self.lock.renew()
-                self._after_batch(migration_id, index, outcome.read)
+                self._after_batch(migration_id, index, outcome.read, total)
             if stage not in set(self.db.list_collection_names()):
                 self.db.create_collection(stage)
             self.changelog.step(migration_id, index, phase="swap")
