@@ -233,6 +233,14 @@ def _json_default(value: Any) -> Any:
     return json.loads(bson_json.dumps(value, json_options=bson_json.RELAXED_JSON_OPTIONS))
 
 
+def analyze_with_progress(spec: SourceSpec, collections: list[str] | None, options: AnalyzeOptions) -> dict[str, Any]:
+    progress, start = progress_factory()
+    if progress is None:
+        return command.analyze(spec, collections, options)
+    with progress:
+        return command.analyze(spec, collections, options, start)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default) + "\n")
 
@@ -290,12 +298,7 @@ def analyze(
         options = AnalyzeOptions(sample_size=sample, distinct_limit=distinct_limit, keep_example=show_values)
         if workers is not None:
             options.workers = workers
-        progress, start = progress_factory()
-        if progress is not None:
-            with progress:
-                report = command.analyze(spec, collection, options, start)
-        else:
-            report = command.analyze(spec, collection, options)
+        report = analyze_with_progress(spec, collection, options)
         if output:
             write_report(report, output)
         if html:
@@ -356,13 +359,7 @@ def recommend(
             data = load_report(report)
         else:
             spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference)
-            progress, start = progress_factory()
-            options = AnalyzeOptions(sample_size=sample, keep_example=show_values)
-            if progress is not None:
-                with progress:
-                    data = command.analyze(spec, collection, options, start)
-            else:
-                data = command.analyze(spec, collection, options)
+            data = analyze_with_progress(spec, collection, AnalyzeOptions(sample_size=sample, keep_example=show_values))
         result = command.recommend(data, access, command.parse_threshold_options(threshold or []), rule)
         if output:
             write_report(result, output)

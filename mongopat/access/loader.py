@@ -67,6 +67,18 @@ def parse_rate(value: Any) -> float:
     return rate
 
 
+def compose_yaml(text: str, file: str) -> yaml.Node | None:
+    """The YAML node tree (no object is built), or an error naming file, line and column."""
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
+        raise AccessFileError([f"{where}: not valid YAML: {exc.problem or exc}"]) from None
+    except yaml.YAMLError as exc:
+        raise AccessFileError([f"{file}: not valid YAML: {exc}"]) from None
+
+
 class _Validator:
     def __init__(self, file: str) -> None:
         self.file = file
@@ -196,14 +208,7 @@ def load_access_file(path: str | Path, known_collections: Iterable[str] | None =
 
 
 def parse_access_text(text: str, file: str = "<access>", known_collections: Iterable[str] | None = None) -> AccessFile:
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
-        raise AccessFileError([f"{where}: not valid YAML: {exc.problem or exc}"]) from None
-    except yaml.YAMLError as exc:
-        raise AccessFileError([f"{file}: not valid YAML: {exc}"]) from None
+    root = compose_yaml(text, file)
     if root is None:
         raise AccessFileError([f"{file}: the file is empty (expected 'version: 1' and 'collections:')"])
     check = _Validator(file)

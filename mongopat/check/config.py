@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from mongopat.access.loader import AccessFileError, _reject_foreign_tags, _thresholds, _Validator
+from mongopat.access.loader import AccessFileError, _reject_foreign_tags, _thresholds, _Validator, compose_yaml
 from mongopat.bsontypes import TYPE_NAMES
 from mongopat.errors import InputError
 
@@ -197,12 +197,7 @@ def load_config(path: str | Path) -> CheckConfig:
         raise InputError(f"config file not found: {file}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read {file}: {exc}") from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
-        raise AccessFileError([f"{where}: not valid YAML: {exc.problem or exc}"]) from None
+    root = compose_yaml(text, file)
     if root is None:
         return CheckConfig(sources=[file])
     check = _Validator(file)
@@ -216,7 +211,7 @@ def load_config(path: str | Path) -> CheckConfig:
 def check_section_of_access_file(path: str | Path) -> CheckConfig | None:
     """The ``check:`` section of an access-pattern file, if it has one."""
     text = Path(path).read_text(encoding="utf-8")
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    root = compose_yaml(text, str(path))
     if not isinstance(root, yaml.MappingNode):
         return None
     for key, value in root.value:

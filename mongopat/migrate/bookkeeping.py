@@ -39,14 +39,46 @@ def original_name(migration_id: str, step: int) -> str:
     return f"mongopat_orig__{migration_id}__{step}"
 
 
-class Lock:
-    """A lease on the ``mongopat_lock`` document: renewed while running, taken over only once expired."""
+class LeaseLock:
+    """A lock held by lease: renewed while running, taken over only once expired. Subclasses store the
+    lease (a document, a file) and implement ``_try`` (take it if free or expired) and ``current``."""
 
-    def __init__(self, db: Any, lease_seconds: float = 60.0) -> None:
-        self.collection = db[LOCK]
+    def __init__(self, lease_seconds: float = 60.0) -> None:
         self.lease = datetime.timedelta(seconds=lease_seconds)
         self.holder = f"{host_name()}:{uuid.uuid4().hex[:8]}"
         self.held = False
+
+    def _try(self) -> bool:
+        raise NotImplementedError
+
+    def current(self) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def acquire(self, timeout: float = 30.0, poll: float = 0.5) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._try():
+                self.held = True
+                return
+            if time.monotonic() >= deadline:
+                current = self.current() or {}
+                raise OperationFailed(
+                    f"another migration run holds the lock: {current.get('host', '?')} since "
+                    f"{current.get('acquired_at')} (lease until {current.get('expires_at')})",
+                    hint="wait for it to finish; a killed run's lock is taken over once its lease expires",
+                )
+            time.sleep(poll)
+
+
+class Lock(LeaseLock):
+    """The lease as the ``mongopat_lock`` document of the target database."""
+
+    def __init__(self, db: Any, lease_seconds: float = 60.0) -> None:
+        super().__init__(lease_seconds)
+        self.collection = db[LOCK]
+
+    def current(self) -> dict[str, Any] | None:
+        return self.collection.find_one({"_id": LOCK_ID})
 
     def _try(self) -> bool:
         now = utcnow()
@@ -65,23 +97,8 @@ class Lock:
             )
         except DuplicateKeyError:
             return False  # the document exists and is held, unexpired, by someone else
-        current = self.collection.find_one({"_id": LOCK_ID})
+        current = self.current()
         return bool(current and current.get("holder") == self.holder)
-
-    def acquire(self, timeout: float = 30.0, poll: float = 0.5) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._try():
-                self.held = True
-                return
-            if time.monotonic() >= deadline:
-                current = self.collection.find_one({"_id": LOCK_ID}) or {}
-                raise OperationFailed(
-                    f"another migration run holds the lock: {current.get('host', '?')} since "
-                    f"{current.get('acquired_at')} (lease until {current.get('expires_at')})",
-                    hint="wait for it to finish; a killed run's lock is taken over once its lease expires",
-                )
-            time.sleep(poll)
 
     def renew(self) -> None:
         result = self.collection.update_one(

@@ -15,7 +15,6 @@ import datetime
 import gzip
 import os
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +24,7 @@ from bson import json_util
 
 from mongopat import __version__
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.bookkeeping import host_name, utcnow
+from mongopat.migrate.bookkeeping import LeaseLock, host_name, utcnow
 from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_python, _key
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
@@ -122,14 +121,12 @@ class FileChangelog:
         self._save()
 
 
-class FileLock:
-    """A lease in ``mongopat_lock.json``: created exclusively, renewed, taken over once expired."""
+class FileLock(LeaseLock):
+    """The lease as ``mongopat_lock.json`` in the dump folder, created exclusively."""
 
     def __init__(self, folder: Path, lease_seconds: float = 60.0) -> None:
+        super().__init__(lease_seconds)
         self.path = folder / LOCK_FILE
-        self.lease = lease_seconds
-        self.holder = f"{host_name()}:{uuid.uuid4().hex[:8]}"
-        self.held = False
 
     def _document(self) -> dict[str, Any]:
         now = utcnow()
@@ -138,10 +135,10 @@ class FileLock:
             "holder": self.holder,
             "host": host_name(),
             "acquired_at": now,
-            "expires_at": now + datetime.timedelta(seconds=self.lease),
+            "expires_at": now + self.lease,
         }
 
-    def _read(self) -> dict[str, Any] | None:
+    def current(self) -> dict[str, Any] | None:
         try:
             return json_util.loads(self.path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
@@ -152,41 +149,26 @@ class FileLock:
         try:
             descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            current = self._read()
+            current = self.current()
             if current is not None and current.get("expires_at") and current["expires_at"] >= utcnow():
                 return current.get("holder") == self.holder
             _fsync_write(self.path, data)  # expired (or unreadable): take it over, then check we won
             time.sleep(0.05)
-            current = self._read()
+            current = self.current()
             return bool(current and current.get("holder") == self.holder)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
         return True
 
-    def acquire(self, timeout: float = 30.0, poll: float = 0.5) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._try():
-                self.held = True
-                return
-            if time.monotonic() >= deadline:
-                current = self._read() or {}
-                raise OperationFailed(
-                    f"another migration run holds the lock: {current.get('host', '?')} since "
-                    f"{current.get('acquired_at')} (lease until {current.get('expires_at')})",
-                    hint="wait for it to finish; a killed run's lock is taken over once its lease expires",
-                )
-            time.sleep(poll)
-
     def renew(self) -> None:
-        current = self._read()
+        current = self.current()
         if not current or current.get("holder") != self.holder:
             raise OperationFailed("the migration lock was lost (lease expired and taken over); stopping")
         _fsync_write(self.path, json_util.dumps(self._document()).encode())
 
     def release(self) -> None:
         if self.held:
-            current = self._read()
+            current = self.current()
             if current and current.get("holder") == self.holder:
                 self.path.unlink(missing_ok=True)
             self.held = False
@@ -288,12 +270,7 @@ class DumpRunner(RunnerBase):
     # -- up --------------------------------------------------------------------------------------
 
     def up(self, to: str | None = None) -> list[dict[str, Any]]:
-        edited = self._edited()
-        if edited:
-            raise OperationFailed(
-                f"applied migration(s) changed since they ran: {', '.join(edited)}",
-                hint="restore the file as it was, or run 'mongopat migrate down' past it before editing",
-            )
+        self._refuse_edited()
         if self.options.dry_run:
             return [self._dry_run(m) for m in self.pending(to)]
         self.lock.acquire(self.options.lock_timeout)
@@ -617,29 +594,10 @@ class DumpRunner(RunnerBase):
                     problems.append(f"{step.params['full_collection']}: expected {stats.get('elements', 0)} elements")
         return problems
 
-    def verify(self, migration_id: str | None = None) -> dict[str, list[str]]:
-        applied = {k for k, v in self.changelog.all().items() if v.get("state") == "applied"}
-        chosen = [m for m in self.migrations if m.id in applied and (migration_id is None or m.id == migration_id)]
-        if migration_id is not None and not chosen:
-            raise InputError(f"{migration_id} is not an applied migration")
-        return {m.id: self.verify_migration(m) for m in chosen}
-
     # -- down ------------------------------------------------------------------------------------
 
     def down(self, to: str | None = None) -> list[str]:
-        entries = self.changelog.all()
-        applied = [m for m in self.migrations if entries.get(m.id, {}).get("state") in ("applied", "failed", "running")]
-        if to is None:
-            targets = applied[-1:]
-        elif to == "base":
-            targets = applied
-        else:
-            ids = [m.id for m in self.migrations]
-            if to not in ids:
-                raise InputError(
-                    f"no migration {to!r} in the folder", hint="use an id from 'mongopat migrate status', or base"
-                )
-            targets = [m for m in applied if ids.index(m.id) > ids.index(to)]
+        targets = self._down_targets(to)
         if not targets:
             return []
         self.lock.acquire(self.options.lock_timeout)
@@ -697,7 +655,7 @@ class DumpRunner(RunnerBase):
     # -- dry run ---------------------------------------------------------------------------------
 
     def _dry_run(self, migration: Migration) -> dict[str, Any]:
-        from mongopat.migrate.preview import preview
+        from mongopat.migrate.preview import dry_run_examples
 
         steps = []
         for step in migration.steps:
@@ -706,13 +664,8 @@ class DumpRunner(RunnerBase):
                 samples.append(doc)
                 if len(samples) == 3:
                     break
-            examples = []
-            if step.type.kind == "document" and samples:
-                ctx = self._context(step)
-                examples = [{"before": s, "after": transform(s, step, ctx).document} for s in samples]
-            elif samples:
-                before, after, _note = preview(step, samples[0])
-                examples = [{"before": before[0], "after": after[0]}]
+            ctx = self._context(step) if step.type.kind == "document" and samples else None
+            examples = dry_run_examples(step, samples, ctx)
             steps.append(
                 {
                     "step": step.name,

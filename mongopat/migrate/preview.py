@@ -118,3 +118,14 @@ def preview(step: Step, before: dict[str, Any]) -> tuple[list[dict[str, Any]], l
 
 def to_json_text(document: dict[str, Any]) -> str:
     return json_util.dumps(document, json_options=json_util.RELAXED_JSON_OPTIONS, indent=2)
+
+
+def dry_run_examples(step: Step, samples: list[dict[str, Any]], ctx: Context | None) -> list[dict[str, Any]]:
+    """Before/after pairs for ``migrate up --dry-run``: the real transform on real samples for document
+    steps (``ctx`` gathered by the runner), a preview for the others."""
+    if not samples:
+        return []
+    if step.type.kind == "document":
+        return [{"before": s, "after": transform(s, step, ctx).document} for s in samples]
+    before, after, _note = preview(step, samples[0])
+    return [{"before": before[0], "after": after[0]}]

@@ -141,6 +141,40 @@ class RunnerBase:
                 )
         return rows
 
+    def _refuse_edited(self) -> None:
+        edited = self._edited()
+        if edited:
+            raise OperationFailed(
+                f"applied migration(s) changed since they ran: {', '.join(edited)}",
+                hint="restore the file as it was, or run 'mongopat migrate down' past it before editing",
+            )
+
+    def verify(self, migration_id: str | None = None) -> dict[str, list[str]]:
+        """Re-check applied migrations (all, or one): ``{id: [problems]}``."""
+        applied = {k for k, v in self.changelog.all().items() if v.get("state") == "applied"}
+        chosen = [m for m in self.migrations if m.id in applied and (migration_id is None or m.id == migration_id)]
+        if migration_id is not None and not chosen:
+            raise InputError(f"{migration_id} is not an applied migration")
+        return {m.id: self.verify_migration(m) for m in chosen}
+
+    def verify_migration(self, migration: Migration) -> list[str]:
+        raise NotImplementedError
+
+    def _down_targets(self, to: str | None) -> list[Migration]:
+        """What ``down`` reverts: the last applied migration, every one after ``to``, or all (``base``)."""
+        entries = self.changelog.all()
+        applied = [m for m in self.migrations if entries.get(m.id, {}).get("state") in ("applied", "failed", "running")]
+        if to is None:
+            return applied[-1:]
+        if to == "base":
+            return applied
+        ids = [m.id for m in self.migrations]
+        if to not in ids:
+            raise InputError(
+                f"no migration {to!r} in the folder", hint="use an id from 'mongopat migrate status', or base"
+            )
+        return [m for m in applied if ids.index(m.id) > ids.index(to)]
+
     def _edited(self) -> list[str]:
         return [row["id"] for row in self.status() if row["edited"]]
 
@@ -171,12 +205,7 @@ class Runner(RunnerBase):
         self.lock = Lock(db, self.options.lease_seconds)
 
     def up(self, to: str | None = None) -> list[dict[str, Any]]:
-        edited = self._edited()
-        if edited:
-            raise OperationFailed(
-                f"applied migration(s) changed since they ran: {', '.join(edited)}",
-                hint="restore the file as it was, or run 'mongopat migrate down' past it before editing",
-            )
+        self._refuse_edited()
         pending = self.pending(to)
         if self.options.dry_run:
             return [self._dry_run(m) for m in pending]
@@ -550,29 +579,10 @@ class Runner(RunnerBase):
             problems.append(f"{step.params['to']}: fewer documents than {name}")
         return problems
 
-    def verify(self, migration_id: str | None = None) -> dict[str, list[str]]:
-        applied = {k for k, v in self.changelog.all().items() if v.get("state") == "applied"}
-        chosen = [m for m in self.migrations if m.id in applied and (migration_id is None or m.id == migration_id)]
-        if migration_id is not None and not chosen:
-            raise InputError(f"{migration_id} is not an applied migration")
-        return {m.id: self.verify_migration(m) for m in chosen}
-
     # -- down ------------------------------------------------------------------------------------
 
     def down(self, to: str | None = None) -> list[str]:
-        entries = self.changelog.all()
-        applied = [m for m in self.migrations if entries.get(m.id, {}).get("state") in ("applied", "failed", "running")]
-        if to is None:
-            targets = applied[-1:]
-        elif to == "base":
-            targets = applied
-        else:
-            ids = [m.id for m in self.migrations]
-            if to not in ids:
-                raise InputError(
-                    f"no migration {to!r} in the folder", hint="use an id from 'mongopat migrate status', or base"
-                )
-            targets = [m for m in applied if ids.index(m.id) > ids.index(to)]
+        targets = self._down_targets(to)
         if not targets:
             return []
         self.lock.acquire(self.options.lock_timeout)
@@ -656,7 +666,7 @@ class Runner(RunnerBase):
     # -- dry run ---------------------------------------------------------------------------------
 
     def _dry_run(self, migration: Migration) -> dict[str, Any]:
-        from mongopat.migrate.preview import preview
+        from mongopat.migrate.preview import dry_run_examples
 
         steps = []
         for step in migration.steps:
@@ -665,13 +675,12 @@ class Runner(RunnerBase):
             samples = [
                 bson.decode(_raw(d)) for d in self._collection(step.collection).find({}, limit=3, sort=[("_id", 1)])
             ]
-            examples = []
-            if step.type.kind == "document" and samples:
-                ctx = self._context(step, samples, self._parents(step) if step.name == "tree" else {})
-                examples = [{"before": s, "after": transform(s, step, ctx).document} for s in samples]
-            elif samples:
-                before, after, _note = preview(step, samples[0])
-                examples = [{"before": before[0], "after": after[0]}]
+            ctx = (
+                self._context(step, samples, self._parents(step) if step.name == "tree" else {})
+                if step.type.kind == "document" and samples
+                else None
+            )
+            examples = dry_run_examples(step, samples, ctx)
             steps.append({"step": step.name, "collection": step.collection, "documents": count, "examples": examples})
         return {"id": migration.id, "state": "dry-run", "steps": steps}
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from mongopat.access.loader import compose_yaml
 from mongopat.errors import InputError
 from mongopat.migrate.steps import STEP_TYPES, Step, StepError, build_step
 
@@ -77,12 +78,7 @@ def load_migration(path: Path) -> Migration:
     if path.suffix == ".py":
         return _load_python(path)
     text = path.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise InputError(f"{where}: not valid YAML: {exc.problem or exc}") from None
+    root = compose_yaml(text, str(path))
     if not isinstance(root, yaml.MappingNode):
         raise InputError(f"{path}:1: a migration file is a mapping with id, description and steps")
     data = yaml.safe_load(text)
