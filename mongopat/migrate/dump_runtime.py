@@ -596,29 +596,6 @@ class DumpRunner(RunnerBase):
 
     # -- down ------------------------------------------------------------------------------------
 
-    def down(self, to: str | None = None) -> list[str]:
-        targets = self._down_targets(to)
-        if not targets:
-            return []
-        self.lock.acquire(self.options.lock_timeout)
-        try:
-            reverted = []
-            for migration in reversed(targets):
-                started = time.monotonic()
-                self.changelog.set(migration.id, state="running")
-                entry = self.changelog.get(migration.id) or {}
-                for index in reversed(range(len(migration.steps))):
-                    state = entry["steps"][index]
-                    if state.get("state") == "pending" and not state.get("phase"):
-                        continue
-                    self._revert_step(migration.id, index, migration.steps[index], state)
-                    self.changelog.step(migration.id, index, state="pending", phase=None, read=0, written=0, stats={})
-                self.changelog.finish(migration.id, "rolled_back", started)
-                reverted.append(migration.id)
-            return reverted
-        finally:
-            self.lock.release()
-
     def _revert_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
         if step.name == "rename_collection":
             if self.files.file_of(step.params["to"]) and not self.files.file_of(step.collection):

@@ -97,6 +97,8 @@ class RunnerBase:
 
     migrations: list[Migration]
     changelog: Any
+    lock: Any
+    options: RunOptions
 
     # -- status ----------------------------------------------------------------------------------
 
@@ -192,6 +194,49 @@ class RunnerBase:
             if migration.id == to:
                 break
         return chosen
+
+    # -- down (every backend) ------------------------------------------------------------------
+
+    def down(self, to: str | None = None) -> list[str]:
+        """Revert the targets (see :meth:`_down_targets`) newest first, each step in reverse order."""
+        targets = self._down_targets(to)
+        if not targets:
+            return []
+        self.lock.acquire(self.options.lock_timeout)
+        try:
+            reverted = []
+            for migration in reversed(targets):
+                started = time.monotonic()
+                self.changelog.set(migration.id, state="running")
+                self._before_revert(migration)
+                entry = self.changelog.get(migration.id) or {}
+                for index in reversed(range(len(migration.steps))):
+                    state = (entry.get("steps") or [])[index] if entry.get("steps") else {}
+                    if state.get("state") == "pending" and not state.get("phase"):
+                        continue
+                    self._revert_step(migration.id, index, migration.steps[index], state)
+                    self.changelog.step(
+                        migration.id,
+                        index,
+                        state="pending",
+                        last_id=None,
+                        has_last=False,
+                        read=0,
+                        written=0,
+                        stats={},
+                        phase=None,
+                    )
+                self.changelog.finish(migration.id, "rolled_back", started)
+                reverted.append(migration.id)
+            return reverted
+        finally:
+            self.lock.release()
+
+    def _before_revert(self, migration: Migration) -> None:
+        """Backend hook, before a migration's steps are reverted."""
+
+    def _revert_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        raise NotImplementedError
 
 
 class Runner(RunnerBase):
@@ -581,40 +626,9 @@ class Runner(RunnerBase):
 
     # -- down ------------------------------------------------------------------------------------
 
-    def down(self, to: str | None = None) -> list[str]:
-        targets = self._down_targets(to)
-        if not targets:
-            return []
-        self.lock.acquire(self.options.lock_timeout)
-        try:
-            reverted = []
-            for migration in reversed(targets):
-                started = time.monotonic()
-                self.changelog.set(migration.id, state="running")
-                if migration.python is not None:
-                    migration.python.down(self.db)
-                entry = self.changelog.get(migration.id) or {}
-                for index in reversed(range(len(migration.steps))):
-                    state = (entry.get("steps") or [])[index] if entry.get("steps") else {}
-                    if state.get("state") == "pending":
-                        continue
-                    self._revert_step(migration.id, index, migration.steps[index], state)
-                    self.changelog.step(
-                        migration.id,
-                        index,
-                        state="pending",
-                        last_id=None,
-                        has_last=False,
-                        read=0,
-                        written=0,
-                        stats={},
-                        phase=None,
-                    )
-                self.changelog.finish(migration.id, "rolled_back", started)
-                reverted.append(migration.id)
-            return reverted
-        finally:
-            self.lock.release()
+    def _before_revert(self, migration: Migration) -> None:
+        if migration.python is not None:
+            migration.python.down(self.db)
 
     def _revert_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
         db, name = self.db, step.collection
