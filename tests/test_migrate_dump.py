@@ -332,3 +332,27 @@ def test_two_concurrent_runs_exactly_one_applies(tmp_path):
     assert any("nothing to apply" in out for out, _err in outputs) or len(applied) == 1
     changelog = json_util.loads((data / "mongopat_changelog.json").read_text().splitlines()[0])
     assert changelog["state"] == "applied" and changelog["read"] == 45_000  # three steps of 15,000, read once each
+
+
+@pytest.mark.parametrize("fmt", ["json", "bson"])
+def test_full_buckets_continue_in_the_next_sequence(tmp_path, fmt):
+    """Both bucketing paths (relaxed JSON read as is, BSON decoded) keep every reading when buckets fill."""
+    data = make_dump(tmp_path, fmt)
+    step = dict(STEPS["bucket"], max_bucket_size=3)
+    migrations = write(tmp_path / "m", "0001_small", step)
+    make_runner(data, migrations).up()
+    buckets = list(DumpRunner(data, load_folder(migrations)).files.read("readings"))
+    assert sum(b["count"] for b in buckets) == 900 and max(b["count"] for b in buckets) == 3
+    assert len({repr(b["_id"]) for b in buckets}) == len(buckets)  # sequences, not duplicate ids
+    assert make_runner(data, migrations).verify() == {"0001_small": []}
+
+
+def test_fast_and_decoded_bucketing_agree(tmp_path):
+    json_data = make_dump(tmp_path / "j", "json")
+    bson_data = make_dump(tmp_path / "b", "bson")
+    migrations = write(tmp_path / "m", "0001_b", STEPS["bucket"])
+    make_runner(json_data, migrations).up()
+    make_runner(bson_data, migrations).up()
+    fast = sorted((repr(b["_id"]), b["count"], b["min"], b["max"]) for b in DumpRunner(json_data, []).files.read("readings"))
+    slow = sorted((repr(b["_id"]), b["count"], b["min"], b["max"]) for b in DumpRunner(bson_data, []).files.read("readings"))
+    assert fast == slow

@@ -40,6 +40,15 @@ from mongopat.sources.dump import (
 )
 from mongopat.sources.extjson import encode_document, loads
 
+try:
+    from orjson import dumps as orjson_dumps
+except ImportError:  # pragma: no cover - without orjson
+    import json as _json
+
+    def orjson_dumps(value: Any) -> bytes:
+        return _json.dumps(value, separators=(",", ":")).encode()
+
+
 CHANGELOG_FILE = "mongopat_changelog.json"
 LOCK_FILE = "mongopat_lock.json"
 TMP_SUFFIX = ".mongopat-tmp"
@@ -392,6 +401,8 @@ class DumpRunner(RunnerBase):
                 for doc in documents:
                     target.write(doc)
                     read += 1
+            elif step.type.kind == "regroup" and source.name.endswith(JSON_SUFFIXES) and not canonical:
+                read, stats = self._write_buckets_fast(step, source, writer(step.collection), migration_id, index)
             elif step.type.kind == "regroup":
                 read, stats = self._write_buckets(step, documents, writer(step.collection), migration_id, index)
             else:
@@ -454,6 +465,10 @@ class DumpRunner(RunnerBase):
         for doc in documents:
             bucket = builder.add(doc)
             read += 1
+            if builder.completed:
+                for full in builder.completed:
+                    out.write(full)
+                builder.completed.clear()
             if bucket is None:
                 out.write(doc)
                 passthrough += 1
@@ -461,6 +476,87 @@ class DumpRunner(RunnerBase):
                 newest = bucket["start"]
             if read % 10_000 == 0 and newest is not None:
                 flush(newest - 2 * window)
+            if read % self.options.batch_size == 0:
+                self._hook(migration_id, index, read)
+        flush(None)
+        return read, {"passthrough": passthrough}
+
+    def _write_buckets_fast(
+        self, step: Step, source: Path, out: DocumentWriter, migration_id: str, index: int
+    ) -> tuple[int, dict[str, Any]]:
+        """Bucketing straight from relaxed Extended JSON, without decoding the readings.
+
+        The same buckets as the decoded path (same ids, counts, min, max, windows), but each reading is
+        copied into its bucket as parsed, wrappers and all, and written back as it was: only the series
+        key, the time and the measurements are looked at. Most exports of time series take this path.
+        """
+        series_key, time_field = step.params["series_key"], step.params["time_field"]
+        width, capacity, measurements = (
+            step.params["window_seconds"],
+            step.params["max_bucket_size"],
+            step.params["measurements"] or [],
+        )
+        open_buckets: dict[Any, dict[str, Any]] = {}
+        last_sequence: dict[Any, int] = {}
+        newest = None
+        read = passthrough = 0
+        handle = out.handle
+
+        def write(bucket: dict[str, Any]) -> None:
+            handle.write(orjson_dumps(bucket) + b"\n")
+            out.count += 1
+
+        def flush(older_than: float | None) -> None:
+            for key in [k for k in open_buckets if older_than is None or k[1] < older_than]:
+                bucket = open_buckets.pop(key)
+                if bucket["count"]:
+                    write(bucket)
+                last_sequence[key] = bucket["_id"]["n"]
+
+        for line_number, record in _json_records(source):
+            read += 1
+            try:
+                doc = record if isinstance(record, dict) else loads(record)
+            except ValueError as exc:
+                raise InputError(f"{source}:{line_number}: not a valid Extended JSON document: {exc}") from None
+            series = doc.get(series_key)
+            seconds = _epoch_of(doc.get(time_field))
+            if series is None or seconds is None:
+                handle.write((record if isinstance(record, bytes) else orjson_dumps(record)).rstrip(b"\n") + b"\n")
+                out.count += 1
+                passthrough += 1
+                continue
+            start = seconds - seconds % width
+            key = (series if not isinstance(series, (dict, list)) else orjson_dumps(series), start)
+            bucket = open_buckets.get(key)
+            if bucket is None or bucket["count"] >= capacity:
+                if bucket is not None:
+                    write(bucket)
+                sequence = bucket["_id"]["n"] + 1 if bucket is not None else last_sequence.get(key, -1) + 1
+                began = _date_json(start)
+                bucket = open_buckets[key] = {
+                    "_id": {"s": series, "w": began, "n": sequence},
+                    series_key: series,
+                    "start": began,
+                    "end": _date_json(start + width),
+                    "count": 0,
+                    "min": {},
+                    "max": {},
+                    "readings": [],
+                }
+            del doc[series_key]
+            bucket["readings"].append(doc)
+            bucket["count"] += 1
+            for name in measurements:
+                value = doc.get(name)
+                if type(value) is int or type(value) is float:
+                    low, high = bucket["min"].get(name), bucket["max"].get(name)
+                    bucket["min"][name] = value if low is None or value < low else low
+                    bucket["max"][name] = value if high is None or value > high else high
+            if newest is None or start > newest:
+                newest = start
+            if read % 10_000 == 0:
+                flush(newest - 2 * width)
             if read % self.options.batch_size == 0:
                 self._hook(migration_id, index, read)
         flush(None)
@@ -654,6 +750,33 @@ class DumpRunner(RunnerBase):
         return {"id": migration.id, "state": "dry-run", "steps": steps}
 
 
+def _epoch_of(value: Any) -> float | None:
+    """Seconds since the epoch of a relaxed or canonical ``$date`` (None for anything else)."""
+    if type(value) is not dict:
+        return None
+    date = value.get("$date")
+    if type(date) is str:
+        try:
+            if date.endswith("Z"):
+                return datetime.datetime.fromisoformat(date[:-1]).replace(tzinfo=_UTC).timestamp()
+            parsed = datetime.datetime.fromisoformat(date)
+        except ValueError:
+            return None
+        return (parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_UTC)).timestamp()
+    if type(date) is dict and "$numberLong" in date:
+        return int(date["$numberLong"]) / 1000
+    return None
+
+
+def _date_json(seconds: float) -> dict[str, Any]:
+    moment = _EPOCH + datetime.timedelta(seconds=seconds)
+    return {"$date": moment.isoformat(timespec="milliseconds") + "Z"}
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_UTC = datetime.timezone.utc
+
+
 def _documents(path: Path) -> Iterator[Document]:
     """Fully decoded documents of a collection file (BSON types restored)."""
     if path.name.endswith(BSON_SUFFIXES):
@@ -670,8 +793,15 @@ def _read_file(path: Path) -> Iterator[Document]:
 
 
 def _count_file(path: Path) -> int:
-    records = _bson_records(path) if path.name.endswith(BSON_SUFFIXES) else _json_records(path)
-    return sum(1 for _ in records)
+    """Documents in a collection file, exactly, without parsing them (lines, or BSON length headers)."""
+    if path.name.endswith(BSON_SUFFIXES):
+        return sum(1 for _ in _bson_records(path))
+    with (gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")) as handle:
+        head = handle.read(4096).lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
+        if head == b"[":  # a --jsonArray export: count its elements properly
+            return sum(1 for _ in _json_records(path))
+        handle.seek(0)
+        return sum(1 for line in handle if line and not line.isspace())
 
 
 def write_json_lines(path: Path, documents: list[Document]) -> None:

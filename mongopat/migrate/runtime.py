@@ -507,6 +507,7 @@ class Runner(RunnerBase):
                 for raw in batch:
                     doc = bson.decode(_raw(raw))
                     bucket = builder.add(doc)
+                    builder.completed.clear()  # full buckets were written when touched; nothing to add
                     if bucket is None:
                         passthrough.append(ReplaceOne({"_id": doc["_id"]}, doc, upsert=True))
                     else:

@@ -299,6 +299,8 @@ class BucketBuilder:
         self.open: dict[tuple[Any, datetime.datetime], Document] = {}
         self.ids: dict[tuple[Any, datetime.datetime], set[Any]] = {}
         self.rejected: list[Document] = []
+        # Buckets that filled up and were replaced by their next sequence: the caller must write them.
+        self.completed: list[Document] = []
 
     def window_start(self, when: datetime.datetime) -> datetime.datetime:
         seconds = _epoch(when)
@@ -322,6 +324,8 @@ class BucketBuilder:
         if doc.get("_id") in self.ids[key]:
             return bucket
         if bucket["count"] >= self.capacity:
+            if bucket["readings"]:
+                self.completed.append(bucket)
             bucket = self._new(series, start, bucket["_id"]["n"] + 1)
             self.open[key] = bucket
             self.ids[key] = set()
