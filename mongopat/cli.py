@@ -269,6 +269,9 @@ def analyze(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed for sampling dump files.")] = 0,
+    full_scan: Annotated[
+        bool, typer.Option("--full-scan", help="Read every document on a server instead of a $sample (heavier).")
+    ] = False,
     distinct_limit: Annotated[
         int,
         typer.Option("--distinct-limit", help="Distinct values counted exactly per field before estimating.", min=100),
@@ -295,7 +298,9 @@ def analyze(
     def body() -> int:
         _check_format(format, ("table", "json"))
         spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference, seed)
-        options = AnalyzeOptions(sample_size=sample, distinct_limit=distinct_limit, keep_example=show_values)
+        options = AnalyzeOptions(
+            sample_size=sample, distinct_limit=distinct_limit, keep_example=show_values, full_scan=full_scan
+        )
         if workers is not None:
             options.workers = workers
         report = analyze_with_progress(spec, collection, options)
@@ -718,8 +723,20 @@ def _confirm(question: str, yes: bool) -> bool:
     return typer.confirm(question)
 
 
-def _run_options(batch_size: int, lock_timeout: float, dry_run: bool = False) -> RunOptions:
-    options = RunOptions(batch_size=batch_size, lock_timeout=lock_timeout, dry_run=dry_run)
+def _run_options(
+    batch_size: int,
+    lock_timeout: float,
+    dry_run: bool = False,
+    max_docs_per_sec: float | None = None,
+    max_lag: float | None = None,
+) -> RunOptions:
+    options = RunOptions(
+        batch_size=batch_size,
+        lock_timeout=lock_timeout,
+        dry_run=dry_run,
+        max_docs_per_sec=max_docs_per_sec,
+        max_lag=max_lag,
+    )
     console = State.stderr()
     if not State.quiet and console.is_terminal:
         progress = Progress(
@@ -828,6 +845,13 @@ def migrate_up(
     ] = False,
     batch_size: BatchOption = 1000,
     lock_timeout: LockTimeoutOption = 30.0,
+    max_docs_per_sec: Annotated[
+        float | None, typer.Option("--max-docs-per-sec", help="Throttle: documents per second at most.", min=1)
+    ] = None,
+    max_lag: Annotated[
+        float | None,
+        typer.Option("--max-lag", help="Pause while a secondary lags by more than this many seconds.", min=0),
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     format: FormatOption = "table",
     timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
@@ -848,7 +872,7 @@ def migrate_up(
                 return 0
             if not _confirm(f"Apply {len(pending)} migration(s) ({', '.join(pending)})?", yes):
                 return 1
-        options = _run_options(batch_size, lock_timeout, dry_run)
+        options = _run_options(batch_size, lock_timeout, dry_run, max_docs_per_sec, max_lag)
         try:
             results = command.migrate_up(spec, dir, to, options)
         finally:
@@ -876,6 +900,8 @@ def migrate_up(
                     f"{result['duration_s']} s",
                     markup=False,
                 )
+                for note in result.get("notes") or []:
+                    console.print(f"  note: {note}", markup=False, style="dim")
         return 0
 
     run(body, uri)

@@ -63,6 +63,8 @@ def analyze_source(
     progress: ProgressFactory | None = None,
 ) -> dict[str, Any]:
     options = options or AnalyzeOptions()
+    if options.full_scan and hasattr(source, "full_scan"):
+        source.full_scan = True
     if options.sample_size is not None and options.sample_size < 1:
         raise InputError("--sample must be at least 1")
     available = source.collections()

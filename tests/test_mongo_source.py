@@ -108,3 +108,11 @@ def test_driver_errors_become_one_clear_line(error, expected):
 def test_password_in_driver_message_is_scrubbed():
     error = OperationFailure("bad uri mongodb://app:pa55word@h/db and pa55word again", code=2)
     assert "pa55word" not in str(describe_error(error, "mongodb://app:pa55word@h/db"))
+
+
+def test_full_scan_reads_every_document_only_when_asked(mongo):
+    mongo.db.events.insert_many([{"k": i} for i in range(300)])
+    sampled = analyze(spec(mongo), options=AnalyzeOptions(sample_size=40))["collections"][0]
+    full = analyze(spec(mongo), options=AnalyzeOptions(sample_size=40, full_scan=True))["collections"][0]
+    assert sampled["sampling"]["documents"] == 40 and sampled["sampling"]["method"] == "$sample"
+    assert full["sampling"]["documents"] == 300 and full["sampling"]["complete"] and "--full-scan" in full["sampling"]["note"]

@@ -48,6 +48,8 @@ class AnalyzeOptions:
     # Keep the first document read, as relaxed Extended JSON, in the report (``--show-values``): it holds
     # real values, so it is off by default.
     keep_example: bool = False
+    # Read every document of a server's collections instead of sampling (analyze --full-scan).
+    full_scan: bool = False
     # Processes reading one large dump file in parallel (byte ranges, merged afterwards); 1 disables.
     workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
 

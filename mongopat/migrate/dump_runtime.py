@@ -25,6 +25,7 @@ from bson import json_util
 from mongopat import __version__
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LeaseLock, host_name, utcnow
+from mongopat.migrate.gentle import Throttle
 from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_python, _key
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
@@ -275,6 +276,7 @@ class DumpRunner(RunnerBase):
         self.changelog = FileChangelog(folder)
         self.lock = FileLock(folder, self.options.lease_seconds)
         self._total: int | None = None
+        self.throttle = Throttle(self.options.max_docs_per_sec)
 
     # -- up --------------------------------------------------------------------------------------
 
@@ -386,6 +388,7 @@ class DumpRunner(RunnerBase):
         canonical = self.files.canonical(step.collection)
         documents = _documents(source)
         self._total = _count_file(source)  # a quick count of records, for the progress bar's ETA
+        self.throttle.start()
         writers: dict[str, DocumentWriter] = {}
 
         def writer(name: str) -> DocumentWriter:
@@ -429,6 +432,8 @@ class DumpRunner(RunnerBase):
 
     def _hook(self, migration_id: str, index: int, done: int) -> None:
         """Progress, and the place tests inject faults (between batches and between commit renames)."""
+        if done >= 0:
+            self.throttle.after(done)
         if self.options.progress is not None and done >= 0:
             self.options.progress(migration_id, index, done, self._total)
         if self.options.on_batch is not None:
@@ -796,7 +801,7 @@ def _count_file(path: Path) -> int:
     """Documents in a collection file, exactly, without parsing them (lines, or BSON length headers)."""
     if path.name.endswith(BSON_SUFFIXES):
         return sum(1 for _ in _bson_records(path))
-    with (gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")) as handle:
+    with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as handle:
         head = handle.read(4096).lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
         if head == b"[":  # a --jsonArray export: count its elements properly
             return sum(1 for _ in _json_records(path))

@@ -23,6 +23,7 @@ from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, original_name, stage_name
+from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transforms import BucketBuilder, Context, Document, empty_aggregates, get_path, transform
@@ -75,6 +76,11 @@ class RunOptions:
     on_batch: Callable[[str, int, int], None] | None = None
     # Called after each batch with (migration id, step index, documents done, documents in all or None).
     progress: Callable[[str, int, int, int | None], None] | None = None
+    # Production: documents per second at most, replication lag to wait out, retries of transient faults.
+    max_docs_per_sec: float | None = None
+    max_lag: float | None = None
+    retries: int = 8
+    retry_base: float = 0.2
 
 
 @dataclass
@@ -248,6 +254,10 @@ class Runner(RunnerBase):
         self.options = options or RunOptions()
         self.changelog = Changelog(db)
         self.lock = Lock(db, self.options.lease_seconds)
+        self.throttle = Throttle(self.options.max_docs_per_sec)
+        client = getattr(db, "client", None)
+        self.lag = LagGuard(client.admin if client is not None else None, self.options.max_lag)
+        self.retried = 0
 
     def up(self, to: str | None = None) -> list[dict[str, Any]]:
         self._refuse_edited()
@@ -288,7 +298,7 @@ class Runner(RunnerBase):
                 if state["state"] == "applied":
                     continue
                 self.changelog.step(migration.id, index, state="running")
-                outcome = self._run_step(migration.id, index, step, state)
+                outcome = self._run_step_retrying(migration.id, index, step)
                 self.changelog.step(migration.id, index, state="applied", stats=outcome.stats)
             problems = self.verify_migration(migration)
             if problems:
@@ -304,13 +314,34 @@ class Runner(RunnerBase):
             raise
         self.changelog.finish(migration.id, "applied", started)
         final = self.changelog.get(migration.id) or {}
+        notes = [self.lag.note] if self.lag.note else []
+        if self.retried:
+            notes.append(f"{self.retried} transient fault(s) retried from the last checkpoint")
+        if self.lag.paused:
+            notes.append(f"paused {self.lag.paused:.0f} s for replication lag")
         return {
             "id": migration.id,
             "state": "applied",
             "read": final.get("read"),
             "written": final.get("written"),
             "duration_s": final.get("duration_s"),
+            "notes": notes,
         }
+
+    def _run_step_retrying(self, migration_id: str, index: int, step: Step) -> StepOutcome:
+        """Run a step; on a transient fault (election, network, killed cursor, write conflict) wait and
+        resume from the last checkpoint, a bounded number of times. Permanent errors go up at once."""
+        attempt = 0
+        while True:
+            state = (self.changelog.get(migration_id) or {})["steps"][index]
+            try:
+                return self._run_step(migration_id, index, step, state)
+            except PyMongoError as error:
+                if not is_transient(error) or attempt >= self.options.retries:
+                    raise
+                attempt += 1
+                self.retried += 1
+                time.sleep(backoff(attempt, self.options.retry_base))
 
     def _run_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
         if step.type.kind == "document":
@@ -373,6 +404,7 @@ class Runner(RunnerBase):
         parents = self._parents(step) if step.name == "tree" else {}
         backups = self.db[BACKUP]
         total = self.db[name].estimated_document_count()
+        self.throttle.start(state.get("read", 0))
         outcome = StepOutcome(
             read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
         )
@@ -427,6 +459,8 @@ class Runner(RunnerBase):
         return outcome
 
     def _after_batch(self, migration_id: str, index: int, done: int, total: int | None = None) -> None:
+        self.throttle.after(done)
+        self.lag.wait()
         if self.options.progress is not None:
             self.options.progress(migration_id, index, done, total)
         if self.options.on_batch is not None:
@@ -500,6 +534,7 @@ class Runner(RunnerBase):
 
             builder = BucketBuilder(step, load)
             total = self.db[name].estimated_document_count()
+            self.throttle.start(state.get("read", 0))
             last_id, has_last = state.get("last_id"), state.get("has_last", False)
             for batch in self.scan(name, last_id, has_last):
                 touched: dict[str, Document] = {}

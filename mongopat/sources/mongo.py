@@ -120,6 +120,8 @@ class MongoSource(Source):
         self.uri = uri
         self.location = redact_uri(uri)
         self.max_time_ms = max_time_ms
+        # A collection scan on a large collection only when asked (analyze --full-scan).
+        self.full_scan = False
         if read_preference not in READ_PREFERENCES:
             raise InputError(
                 f"unknown read preference {read_preference!r}", hint=f"one of {', '.join(READ_PREFERENCES)}"
@@ -274,6 +276,12 @@ class MongoSource(Source):
             estimated = collection.estimated_document_count()
         except PyMongoError as exc:
             raise self._guard(exc) from None
+        if self.full_scan:
+            sampling = Sampling("scan", None, "every document (--full-scan)", natural_order=True, complete=True)
+            return DocumentStream(
+                sampling,
+                self._iterate(name, lambda c: c.find({}, batch_size=500, max_time_ms=self.max_time_ms)),
+            )
         if estimated <= size:
             sampling = Sampling(
                 "scan",

@@ -1,0 +1,158 @@
+"""Running against production: transient faults retried to the same result, permanent ones stop the run,
+the throttle holds its rate, replication lag pauses the run."""
+
+import datetime
+import random
+import time
+
+import pytest
+from pymongo.errors import AutoReconnect, CursorNotFound, NetworkTimeout, NotPrimaryError, OperationFailure
+
+from mongopat.errors import OperationFailed
+from mongopat.migrate.dump_runtime import DumpRunner
+from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
+from mongopat.migrate.runtime import RunOptions, Runner
+from mongopat.migrate.script import load_folder
+from tests.test_migrate_dump import _big_dump
+from tests.test_migrate_dump import write as write_migration
+from tests.test_migrate_runtime import STEPS, load, snapshot, write
+
+
+class FaultyCollection:
+    def __init__(self, collection, plan):
+        self._collection, self._plan = collection, plan
+
+    def with_options(self, *args, **kwargs):
+        try:
+            return FaultyCollection(self._collection.with_options(*args, **kwargs), self._plan)
+        except NotImplementedError:
+            raise
+
+    def __getattr__(self, name):
+        attribute = getattr(self._collection, name)
+        if not callable(attribute) or name.startswith("_") or name == "rename":
+            return attribute
+
+        def call(*args, **kwargs):
+            self._plan["calls"] += 1
+            if self._plan["calls"] in self._plan["at"]:
+                raise self._plan["error"]
+            return attribute(*args, **kwargs)
+
+        return call
+
+
+class FaultyDatabase:
+    """Raises ``error`` on the chosen calls of the migrated and backup collections (the changelog and
+    lock are left alone, as a test of the data path)."""
+
+    def __init__(self, db, at, error):
+        self._db = db
+        self._plan = {"calls": 0, "at": set(at), "error": error}
+
+    def __getitem__(self, name):
+        if name.startswith(("mongopat_changelog", "mongopat_lock")):
+            return self._db[name]
+        return FaultyCollection(self._db[name], self._plan)
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [AutoReconnect("connection reset"), NotPrimaryError("not primary"), NetworkTimeout("timed out"),
+     CursorNotFound("cursor id 42 not found", code=43), OperationFailure("WriteConflict", code=112)],
+    ids=["AutoReconnect", "NotWritablePrimary", "NetworkTimeout", "CursorNotFound", "WriteConflict"],
+)
+def test_transient_faults_are_retried_to_the_same_result(mongo, tmp_path, error):
+    steps = [STEPS["computed"], STEPS["outlier"]]
+    reference = mongo.client[mongo.db_name + "_ref"]
+    load(reference)
+    write(tmp_path / "ref", "0001_m", *steps)
+    Runner(reference, load_folder(tmp_path / "ref"), RunOptions(batch_size=40)).up()
+    expected = snapshot(reference)
+    mongo.client.drop_database(mongo.db_name + "_ref")
+    rng = random.Random(str(error))
+    for attempt in range(3):
+        db = mongo.db
+        for name in db.list_collection_names():
+            db[name].drop()
+        load(db)
+        write(tmp_path / f"run{attempt}", "0001_m", *steps)
+        faults = sorted(rng.sample(range(2, 60), 3))
+        runner = Runner(FaultyDatabase(db, faults, error), load_folder(tmp_path / f"run{attempt}"),
+                        RunOptions(batch_size=40, retry_base=0.0))  # fmt: skip
+        [result] = runner.up()
+        assert runner.retried >= 1, faults
+        assert snapshot(db) == expected, faults
+        assert any("retried" in note for note in result["notes"])
+
+
+def test_a_permanent_error_stops_the_run_and_resumes_once_fixed(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    write(tmp_path, "0001_m", STEPS["computed"])
+    failing = FaultyDatabase(db, range(5, 10_000), OperationFailure("Document failed validation", code=121))
+    with pytest.raises(OperationFailed, match="failed validation"):
+        Runner(failing, load_folder(tmp_path), RunOptions(batch_size=40, retry_base=0.0)).up()
+    assert db.mongopat_changelog.find_one({"_id": "0001_m"})["state"] == "failed"
+    [result] = Runner(db, load_folder(tmp_path), RunOptions(batch_size=40)).up()
+    assert result["state"] == "applied" and db.orders.count_documents({"total": {"$exists": False}}) == 0
+
+
+def test_classification_and_backoff():
+    assert is_transient(AutoReconnect("x")) and is_transient(OperationFailure("x", code=189))
+    assert not is_transient(OperationFailure("auth", code=18)) and not is_transient(OperationFailure("dup", code=11000))
+    assert [backoff(n, 0.2, 1.0) for n in (1, 2, 3, 4)] == [0.2, 0.4, 0.8, 1.0]
+
+
+def test_throttle_holds_the_rate_within_ten_percent(tmp_path):
+    data = _big_dump(tmp_path)
+    migrations = write_migration(tmp_path / "m", "0001_v2", {"step": "computed", "collection": "readings", "field": "v2",
+                                                             "expression": "v * 2"})  # fmt: skip
+    seen = []
+    options = RunOptions(batch_size=250, max_docs_per_sec=5000, progress=lambda *a: seen.append((time.monotonic(), a[2])))
+    DumpRunner(data, load_folder(migrations), options).up()
+    (t0, d0), (t1, d1) = seen[0], seen[-1]
+    rate = (d1 - d0) / (t1 - t0)
+    assert d1 == 15_000 and t1 - t0 > 2.5
+    assert abs(rate - 5000) / 5000 < 0.10, rate
+
+
+def test_throttle_with_a_fake_clock():
+    now = [0.0]
+    slept = []
+    throttle = Throttle(100, clock=lambda: now[0], sleep=lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))
+    throttle.start()
+    for done in range(10, 101, 10):
+        now[0] += 0.01  # each batch of 10 takes 10 ms of work
+        throttle.after(done)
+    assert now[0] == pytest.approx(1.0) and len(slept) == 10
+
+
+class FakeAdmin:
+    def __init__(self, lags, refuse=False):
+        self.lags, self.refuse, self.calls = list(lags), refuse, 0
+
+    def command(self, name):
+        self.calls += 1
+        if self.refuse:
+            raise OperationFailure("not authorized on admin to execute command { replSetGetStatus: 1 }", code=13)
+        lag = self.lags.pop(0) if self.lags else 0
+        primary = datetime.datetime(2026, 1, 1, 12, 0, 0)
+        return {"members": [{"stateStr": "PRIMARY", "optimeDate": primary},
+                            {"stateStr": "SECONDARY", "optimeDate": primary - datetime.timedelta(seconds=lag)},
+                            {"stateStr": "SECONDARY", "optimeDate": primary}]}  # fmt: skip
+
+
+def test_lag_backoff_pauses_then_resumes():
+    slept = []
+    guard = LagGuard(FakeAdmin([30, 12, 2]), max_lag=5, interval=1.0, sleep=slept.append)
+    assert guard.wait() == 2.0 and slept == [1.0, 1.0]
+    assert guard.wait() == 0.0 and guard.paused == 2.0
+
+
+def test_lag_not_permitted_is_skipped_with_a_note():
+    guard = LagGuard(FakeAdmin([], refuse=True), max_lag=5)
+    assert guard.wait() == 0.0 and "clusterMonitor" in guard.note and not guard.enabled
