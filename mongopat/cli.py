@@ -49,7 +49,7 @@ from mongopat.render.recommendations import print_recommendations, to_markdown
 from mongopat.report import load_report, write_report
 from mongopat.rules import registry
 from mongopat.sources import SourceSpec
-from mongopat.sources.mongo import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS, describe_error
+from mongopat.sources.mongo import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS, MongoSource, describe_error
 
 app = typer.Typer(
     name="mongopat",
@@ -639,6 +639,13 @@ def migrate_plan(
         list[str] | None, typer.Option("--only", help="Rule code, pattern or collection to plan (repeatable).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be written; write nothing.")] = False,
+    uri: Annotated[
+        str | None,
+        typer.Option(
+            "--uri", envvar="MONGOPAT_URI", help="Check the steps against this target (shard keys, validators)."
+        ),
+    ] = None,
+    db: DbOption = None,
     format: FormatOption = "table",
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     quiet: QuietOption = False,
@@ -650,18 +657,22 @@ def migrate_plan(
     def body() -> int:
         _check_format(format, ("table", "json"))
         recommendations = load_recommendations(from_)
-        files, notes = plan_migrations(recommendations, Path(dir), only, dry_run=True)
+        target = MongoSource(uri, db) if uri else None
+        probe = target.collection_info if target is not None else None
+        refused: list[str] = []
+        files, notes = plan_migrations(recommendations, Path(dir), only, True, probe, refused)
         if files and not dry_run:
             if not yes and sys.stdin.isatty() and not typer.confirm(f"Write {len(files)} migration file(s) to {dir}?"):
                 return 1
-            files, notes = plan_migrations(recommendations, Path(dir), only, dry_run=False)
+            refused.clear()
+            files, notes = plan_migrations(recommendations, Path(dir), only, False, probe, refused)
         if format == "json":
             listed = [
                 {"path": str(f.path), "code": f.code, "collection": f.collection, "description": f.description}
                 for f in files
             ]
-            emit_json({"written": not dry_run, "files": listed, "notes": notes})
-            return 0
+            emit_json({"written": not dry_run, "files": listed, "notes": notes, "refused": refused})
+            return 1 if refused else 0
         console = State.stdout()
         verb = "would write" if dry_run else "wrote"
         for planned in files:
@@ -674,7 +685,7 @@ def migrate_plan(
             console.print("nothing to plan", markup=False)
         elif not dry_run:
             console.print(f"review the files, commit them, then: mongopat migrate up --dir {dir}", markup=False)
-        return 0
+        return 1 if refused else 0
 
     run(body)
 

@@ -156,3 +156,45 @@ def test_lag_backoff_pauses_then_resumes():
 def test_lag_not_permitted_is_skipped_with_a_note():
     guard = LagGuard(FakeAdmin([], refuse=True), max_lag=5)
     assert guard.wait() == 0.0 and "clusterMonitor" in guard.note and not guard.enabled
+
+
+def test_plan_refuses_shard_key_changes_and_validator_violations(tmp_path):
+    from mongopat.migrate.plan import plan
+    from mongopat.migrate.safety import refusals
+    from mongopat.migrate.steps import build_step
+
+    sharded = {"shard_key": {"customerId": 1, "createdAt": 1}, "validator": None}
+    assert refusals(build_step({"step": "rename_field", "collection": "o", "from": "customerId", "to": "cid"}), sharded)
+    assert refusals(build_step(STEPS["bucket"]), sharded)  # renameCollection is not allowed on sharded collections
+    assert refusals(build_step(STEPS["computed"]), sharded) == []
+    validated = {"shard_key": None, "validator": {"$jsonSchema": {"required": ["ram"], "additionalProperties": False,
+                                                                    "properties": {"_id": {}, "ram": {}, "cpu": {}}}}}  # fmt: skip
+    reasons = refusals(build_step(STEPS["attribute"]), validated)
+    assert any("removes ram" in r for r in reasons) and any("adds attributes" in r for r in reasons)
+    assert refusals(build_step(STEPS["polymorphic"]), {"shard_key": None, "validator": {"$jsonSchema": {"required": ["x"]}}}) == []
+    recs = [{"code": "MP104", "pattern": "computed", "collection": "orders", "migration": STEPS["computed"]},
+            {"code": "MP101", "pattern": "bucket", "collection": "readings", "migration": STEPS["bucket"]}]
+    refused: list[str] = []
+    files, notes = plan(recs, tmp_path, collection_info=lambda name: sharded if name == "readings" else {}, refused=refused)
+    assert [f.code for f in files] == ["MP104"] and len(refused) == 1 and "sharded" in refused[0]
+
+
+def test_plan_cli_checks_the_target(mongo, tmp_path):
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from mongopat.cli import app
+
+    recs = tmp_path / "recs.json"
+    recs.write_text(_json.dumps({"recommendations": [{"code": "MP104", "pattern": "computed", "collection": "orders",
+                                                       "migration": STEPS["computed"]}]}))  # fmt: skip
+    mongo.client["config"]["collections"].replace_one(
+        {"_id": f"{mongo.db_name}.orders"}, {"_id": f"{mongo.db_name}.orders", "key": {"total": 1}}, upsert=True)
+    try:
+        result = CliRunner().invoke(app, ["migrate", "plan", "--from", str(recs), "--dir", str(tmp_path / "m"), "--yes",
+                                          "--uri", mongo.uri, "--db", mongo.db_name])  # fmt: skip
+        assert result.exit_code == 1 and "part of the shard key" in result.output
+        assert not (tmp_path / "m").exists() or not list((tmp_path / "m").iterdir())
+    finally:
+        mongo.client["config"]["collections"].delete_one({"_id": f"{mongo.db_name}.orders"})

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mongopat.errors import InputError
+from mongopat.migrate.safety import refusals
 from mongopat.migrate.script import load_folder, next_number, render, slug
 from mongopat.migrate.steps import StepError, build_step
 
@@ -39,7 +41,12 @@ def load_recommendations(path: str | Path) -> list[dict[str, Any]]:
 
 
 def plan(
-    recommendations: list[dict[str, Any]], folder: Path, only: list[str] | None = None, dry_run: bool = False
+    recommendations: list[dict[str, Any]],
+    folder: Path,
+    only: list[str] | None = None,
+    dry_run: bool = False,
+    collection_info: Callable[[str], dict[str, Any]] | None = None,
+    refused: list[str] | None = None,
 ) -> tuple[list[PlannedFile], list[str]]:
     """Write one migration per recommendation that carries a migration; skip ones already planned.
 
@@ -65,6 +72,14 @@ def plan(
         except StepError as exc:
             notes.append(f"{rec.get('code')} on {rec.get('collection')}: not planned ({exc})")
             continue
+        if collection_info is not None:
+            reasons = refusals(step, collection_info(step.collection))
+            if reasons:
+                message = f"{rec.get('code')} {step.name} on {step.collection}: refused: {'; '.join(reasons)}"
+                notes.append(message)
+                if refused is not None:
+                    refused.append(message)
+                continue
         key = json.dumps(step.to_dict(), sort_keys=True, default=str)
         if key in planned_steps:
             notes.append(f"{rec.get('code')} on {step.collection}: already planned")

@@ -170,6 +170,16 @@ class MongoSource(Source):
         except PyMongoError as exc:
             raise describe_error(exc, uri) from None
 
+    def collection_info(self, name: str) -> dict[str, Any]:
+        """What plan-time safety checks need: the collection's validator and shard key (when readable)."""
+        info: dict[str, Any] = {"validator": None, "shard_key": self._shard_key(name)}
+        try:
+            for entry in self.db.list_collections(filter={"name": name}):
+                info["validator"] = (entry.get("options") or {}).get("validator")
+        except (PyMongoError, NotImplementedError, TypeError):
+            pass
+        return info
+
     def writable_db(self) -> Any:
         """The database for migrations: reads from the primary, majority write concern on real servers."""
         if self.kind == "mongomock":

@@ -1,0 +1,76 @@
+"""Plan-time safety: steps a deployment would reject or that would corrupt it are refused with a reason.
+
+Checked against what the target says about a collection (``collection_info``): its shard key (a step that
+changes a shard-key field, or rebuilds a sharded collection, is refused: MongoDB does not allow renaming
+sharded collections and changing shard-key values moves documents between shards) and its
+``$jsonSchema`` validator (a step that removes a required field, adds fields a closed schema does not
+allow, or reshapes the documents is refused).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mongopat.migrate.steps import Step
+
+
+def written_fields(step: Step) -> set[str]:
+    """Top-level fields a step sets, renames or removes (empty for index and collection steps)."""
+    p = step.params
+    by_step = {
+        "set_field": {p.get("field")}, "unset_field": {p.get("field")}, "rename_field": {p.get("from"), p.get("to")},
+        "computed": {p.get("field")}, "attribute": set(p.get("fields") or []) | {p.get("into")},
+        "polymorphic": {p.get("type_field")}, "schema_versioning": {p.get("field")},
+        "approximation": {p.get("field"), f"{p.get('field')}Factor"},
+        "tree": {p.get("ancestors_field"), p.get("path_field")},
+        "extended_reference": {p.get("as")}, "pre_aggregation": {p.get("into")},
+        "document_versioning": {p.get("version_field")}, "subset": {p.get("field"), f"{p.get('field')}Count"},
+        "outlier": {p.get("field"), p.get("flag_field")},
+    }  # fmt: skip
+    fields = by_step.get(step.name, set())
+    return {str(f).split(".")[0] for f in fields if f}
+
+
+def removed_fields(step: Step) -> set[str]:
+    p = step.params
+    if step.name == "unset_field":
+        return {p["field"].split(".")[0]}
+    if step.name == "rename_field":
+        return {p["from"].split(".")[0]}
+    if step.name == "attribute":
+        return set(p["fields"])
+    return set()
+
+
+def refusals(step: Step, info: dict[str, Any]) -> list[str]:
+    """Why ``step`` must not run on this collection (empty: it may)."""
+    reasons = []
+    shard_key = info.get("shard_key") or {}
+    if shard_key:
+        key_fields = {name.split(".")[0] for name in shard_key}
+        if step.type.kind == "regroup" or step.name == "rename_collection":
+            reasons.append(
+                f"{step.collection} is sharded on {dict(shard_key)}: {step.name} would rename a sharded collection"
+            )
+        changed = written_fields(step) & key_fields
+        if changed:
+            reasons.append(f"{step.name} writes {', '.join(sorted(changed))}, part of the shard key {dict(shard_key)}")
+    schema = (info.get("validator") or {}).get("$jsonSchema")
+    if schema:
+        required = set(schema.get("required") or [])
+        lost = removed_fields(step) & required
+        if lost:
+            reasons.append(
+                f"{step.name} removes {', '.join(sorted(lost))}, required by the collection's $jsonSchema validator"
+            )
+        if schema.get("additionalProperties") is False:
+            allowed = set((schema.get("properties") or {}).keys())
+            extra = written_fields(step) - allowed - removed_fields(step)
+            if extra:
+                reasons.append(
+                    f"{step.name} adds {', '.join(sorted(extra))}, "
+                    "not allowed by the validator (additionalProperties: false)"
+                )
+        if step.type.kind == "regroup":
+            reasons.append(f"{step.name} reshapes every document of a collection with a $jsonSchema validator")
+    return reasons
