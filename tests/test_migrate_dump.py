@@ -353,6 +353,10 @@ def test_fast_and_decoded_bucketing_agree(tmp_path):
     migrations = write(tmp_path / "m", "0001_b", STEPS["bucket"])
     make_runner(json_data, migrations).up()
     make_runner(bson_data, migrations).up()
-    fast = sorted((repr(b["_id"]), b["count"], b["min"], b["max"]) for b in DumpRunner(json_data, []).files.read("readings"))
-    slow = sorted((repr(b["_id"]), b["count"], b["min"], b["max"]) for b in DumpRunner(bson_data, []).files.read("readings"))
+    fast = sorted(
+        (repr(b["_id"]), b["count"], b["min"], b["max"]) for b in DumpRunner(json_data, []).files.read("readings")
+    )
+    slow = sorted(
+        (repr(b["_id"]), b["count"], b["min"], b["max"]) for b in DumpRunner(bson_data, []).files.read("readings")
+    )
     assert fast == slow

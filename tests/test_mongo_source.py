@@ -115,4 +115,8 @@ def test_full_scan_reads_every_document_only_when_asked(mongo):
     sampled = analyze(spec(mongo), options=AnalyzeOptions(sample_size=40))["collections"][0]
     full = analyze(spec(mongo), options=AnalyzeOptions(sample_size=40, full_scan=True))["collections"][0]
     assert sampled["sampling"]["documents"] == 40 and sampled["sampling"]["method"] == "$sample"
-    assert full["sampling"]["documents"] == 300 and full["sampling"]["complete"] and "--full-scan" in full["sampling"]["note"]
+    assert (
+        full["sampling"]["documents"] == 300
+        and full["sampling"]["complete"]
+        and "--full-scan" in full["sampling"]["note"]
+    )

@@ -11,7 +11,7 @@ from pymongo.errors import AutoReconnect, CursorNotFound, NetworkTimeout, NotPri
 from mongopat.errors import OperationFailed
 from mongopat.migrate.dump_runtime import DumpRunner
 from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
-from mongopat.migrate.runtime import RunOptions, Runner
+from mongopat.migrate.runtime import Runner, RunOptions
 from mongopat.migrate.script import load_folder
 from tests.test_migrate_dump import _big_dump
 from tests.test_migrate_dump import write as write_migration
@@ -61,8 +61,13 @@ class FaultyDatabase:
 
 @pytest.mark.parametrize(
     "error",
-    [AutoReconnect("connection reset"), NotPrimaryError("not primary"), NetworkTimeout("timed out"),
-     CursorNotFound("cursor id 42 not found", code=43), OperationFailure("WriteConflict", code=112)],
+    [
+        AutoReconnect("connection reset"),
+        NotPrimaryError("not primary"),
+        NetworkTimeout("timed out"),
+        CursorNotFound("cursor id 42 not found", code=43),
+        OperationFailure("WriteConflict", code=112),
+    ],
     ids=["AutoReconnect", "NotWritablePrimary", "NetworkTimeout", "CursorNotFound", "WriteConflict"],
 )
 def test_transient_faults_are_retried_to_the_same_result(mongo, tmp_path, error):
@@ -112,7 +117,9 @@ def test_throttle_holds_the_rate_within_ten_percent(tmp_path):
     migrations = write_migration(tmp_path / "m", "0001_v2", {"step": "computed", "collection": "readings", "field": "v2",
                                                              "expression": "v * 2"})  # fmt: skip
     seen = []
-    options = RunOptions(batch_size=250, max_docs_per_sec=5000, progress=lambda *a: seen.append((time.monotonic(), a[2])))
+    options = RunOptions(
+        batch_size=250, max_docs_per_sec=5000, progress=lambda *a: seen.append((time.monotonic(), a[2]))
+    )
     DumpRunner(data, load_folder(migrations), options).up()
     (t0, d0), (t1, d1) = seen[0], seen[-1]
     rate = (d1 - d0) / (t1 - t0)
@@ -171,11 +178,20 @@ def test_plan_refuses_shard_key_changes_and_validator_violations(tmp_path):
                                                                     "properties": {"_id": {}, "ram": {}, "cpu": {}}}}}  # fmt: skip
     reasons = refusals(build_step(STEPS["attribute"]), validated)
     assert any("removes ram" in r for r in reasons) and any("adds attributes" in r for r in reasons)
-    assert refusals(build_step(STEPS["polymorphic"]), {"shard_key": None, "validator": {"$jsonSchema": {"required": ["x"]}}}) == []
-    recs = [{"code": "MP104", "pattern": "computed", "collection": "orders", "migration": STEPS["computed"]},
-            {"code": "MP101", "pattern": "bucket", "collection": "readings", "migration": STEPS["bucket"]}]
+    assert (
+        refusals(
+            build_step(STEPS["polymorphic"]), {"shard_key": None, "validator": {"$jsonSchema": {"required": ["x"]}}}
+        )
+        == []
+    )
+    recs = [
+        {"code": "MP104", "pattern": "computed", "collection": "orders", "migration": STEPS["computed"]},
+        {"code": "MP101", "pattern": "bucket", "collection": "readings", "migration": STEPS["bucket"]},
+    ]
     refused: list[str] = []
-    files, notes = plan(recs, tmp_path, collection_info=lambda name: sharded if name == "readings" else {}, refused=refused)
+    files, notes = plan(
+        recs, tmp_path, collection_info=lambda name: sharded if name == "readings" else {}, refused=refused
+    )
     assert [f.code for f in files] == ["MP104"] and len(refused) == 1 and "sharded" in refused[0]
 
 
@@ -190,7 +206,8 @@ def test_plan_cli_checks_the_target(mongo, tmp_path):
     recs.write_text(_json.dumps({"recommendations": [{"code": "MP104", "pattern": "computed", "collection": "orders",
                                                        "migration": STEPS["computed"]}]}))  # fmt: skip
     mongo.client["config"]["collections"].replace_one(
-        {"_id": f"{mongo.db_name}.orders"}, {"_id": f"{mongo.db_name}.orders", "key": {"total": 1}}, upsert=True)
+        {"_id": f"{mongo.db_name}.orders"}, {"_id": f"{mongo.db_name}.orders", "key": {"total": 1}}, upsert=True
+    )
     try:
         result = CliRunner().invoke(app, ["migrate", "plan", "--from", str(recs), "--dir", str(tmp_path / "m"), "--yes",
                                           "--uri", mongo.uri, "--db", mongo.db_name])  # fmt: skip
