@@ -863,6 +863,9 @@ def migrate_up(
         float | None,
         typer.Option("--max-lag", help="Pause while a secondary lags by more than this many seconds.", min=0),
     ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", help="Threads over disjoint _id ranges for document steps (on a server).", min=1)
+    ] = 1,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     format: FormatOption = "table",
     timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
@@ -884,6 +887,7 @@ def migrate_up(
             if not _confirm(f"Apply {len(pending)} migration(s) ({', '.join(pending)})?", yes):
                 return 1
         options = _run_options(batch_size, lock_timeout, dry_run, max_docs_per_sec, max_lag)
+        options.workers = workers
         try:
             results = command.migrate_up(spec, dir, to, options)
         finally:

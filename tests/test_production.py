@@ -70,7 +70,8 @@ class FaultyDatabase:
     ],
     ids=["AutoReconnect", "NotWritablePrimary", "NetworkTimeout", "CursorNotFound", "WriteConflict"],
 )
-def test_transient_faults_are_retried_to_the_same_result(mongo, tmp_path, error):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_transient_faults_are_retried_to_the_same_result(mongo, tmp_path, error, workers):
     steps = [STEPS["computed"], STEPS["outlier"]]
     reference = mongo.client[mongo.db_name + "_ref"]
     load(reference)
@@ -86,8 +87,9 @@ def test_transient_faults_are_retried_to_the_same_result(mongo, tmp_path, error)
         load(db)
         write(tmp_path / f"run{attempt}", "0001_m", *steps)
         faults = sorted(rng.sample(range(2, 60), 3))
-        runner = Runner(FaultyDatabase(db, faults, error), load_folder(tmp_path / f"run{attempt}"),
-                        RunOptions(batch_size=40, retry_base=0.0))  # fmt: skip
+        faulty = FaultyDatabase(db, faults, error)
+        runner = Runner(faulty if workers == 1 else _parallel_db_of(faulty, db), load_folder(tmp_path / f"run{attempt}"),
+                        RunOptions(batch_size=40, retry_base=0.0, workers=workers))  # fmt: skip
         [result] = runner.up()
         assert runner.retried >= 1, faults
         assert snapshot(db) == expected, faults
@@ -215,3 +217,90 @@ def test_plan_cli_checks_the_target(mongo, tmp_path):
         assert not (tmp_path / "m").exists() or not list((tmp_path / "m").iterdir())
     finally:
         mongo.client["config"]["collections"].delete_one({"_id": f"{mongo.db_name}.orders"})
+
+
+class LockedCollection:
+    """mongomock is not thread-safe: serialise every call (and materialise cursors) under one lock. On a
+    real server (MONGOPAT_TEST_URI) the workers run truly in parallel."""
+
+    def __init__(self, collection, lock):
+        self._collection, self._lock = collection, lock
+
+    def with_options(self, *args, **kwargs):
+        return LockedCollection(self._collection.with_options(*args, **kwargs), self._lock)
+
+    def __getattr__(self, name):
+        attribute = getattr(self._collection, name)
+        if not callable(attribute) or name.startswith("_"):
+            return attribute
+
+        def call(*args, **kwargs):
+            with self._lock:
+                result = attribute(*args, **kwargs)
+                return list(result) if name in ("find", "aggregate", "list_indexes") else result
+
+        return call
+
+
+class LockedDatabase:
+    def __init__(self, db):
+        import threading
+
+        self._db, self._lock = db, threading.RLock()
+
+    def __getitem__(self, name):
+        return LockedCollection(self._db[name], self._lock)
+
+    def __getattr__(self, name):
+        attribute = getattr(self._db, name)
+        if callable(attribute):
+
+            def call(*args, **kwargs):
+                with self._lock:
+                    return attribute(*args, **kwargs)
+
+            return call
+        return attribute
+
+
+def _parallel_db_of(wrapper, db):
+    return wrapper if getattr(db.client, "__module__", "").startswith("pymongo") else LockedDatabase(wrapper)
+
+
+def _parallel_db(db):
+    return db if getattr(db.client, "__module__", "").startswith("pymongo") else LockedDatabase(db)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_workers_give_the_result_of_one_worker_and_survive_crashes(mongo, tmp_path, workers):
+    steps = [STEPS["computed"], STEPS["outlier"], STEPS["document_versioning"]]
+    reference = mongo.client[mongo.db_name + "_ref"]
+    load(reference)
+    write(tmp_path / "ref", "0001_m", *steps)
+    Runner(reference, load_folder(tmp_path / "ref"), RunOptions(batch_size=30)).up()
+    expected = snapshot(reference)
+    mongo.client.drop_database(mongo.db_name + "_ref")
+    rng = random.Random(workers)
+    for attempt in range(3):
+        db = mongo.db
+        for name in db.list_collection_names():
+            db[name].drop()
+        load(db)
+        folder = tmp_path / f"w{attempt}"
+        write(folder, "0001_m", *steps)
+        cut, calls = rng.randint(1, 12), {"n": 0}
+
+        def fault(*_args, cut=cut, calls=calls):
+            calls["n"] += 1
+            if calls["n"] == cut:
+                raise RuntimeError(f"crash at batch {cut}")
+
+        with pytest.raises(RuntimeError):
+            Runner(
+                _parallel_db(db), load_folder(folder), RunOptions(batch_size=30, workers=workers, on_batch=fault)
+            ).up()
+        entry = db.mongopat_changelog.find_one({"_id": "0001_m"})
+        assert any(step.get("ranges") for step in entry["steps"])  # each range checkpointed on its own
+        Runner(_parallel_db(db), load_folder(folder), RunOptions(batch_size=30, workers=workers)).up()
+        assert snapshot(db) == expected, f"attempt {attempt}, crash at batch {cut}"
+        assert Runner(db, load_folder(folder)).verify() == {"0001_m": []}

@@ -79,6 +79,7 @@ class RunOptions:
     # Production: documents per second at most, replication lag to wait out, retries of transient faults.
     max_docs_per_sec: float | None = None
     max_lag: float | None = None
+    workers: int = 1  # threads over disjoint _id ranges for document steps
     retries: int = 8
     retry_base: float = 0.2
 
@@ -395,14 +396,19 @@ class Runner(RunnerBase):
 
     def _document_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
         name = step.collection
-        if not state.get("has_last") and state.get("read", 0) == 0:
+        if not state.get("has_last") and state.get("read", 0) == 0 and not state.get("ranges"):
             existing = set(self.db.list_collection_names())
             clash = [c for c in step.created_collections() if c in existing]
             if clash:
                 raise OperationFailed(f"{step.name} would write into existing collection(s) {', '.join(clash)}")
             self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
         parents = self._parents(step) if step.name == "tree" else {}
-        backups = self.db[BACKUP]
+        if self.options.workers > 1 or state.get("ranges"):
+            ranges = state.get("ranges") or self._ranges(migration_id, index, name, self.options.workers)
+            if ranges:
+                outcome = self._document_ranges(migration_id, index, step, ranges, parents)
+                self._finish_document_step(step)
+                return outcome
         total = self.db[name].estimated_document_count()
         self.throttle.start(state.get("read", 0))
         outcome = StepOutcome(
@@ -410,37 +416,9 @@ class Runner(RunnerBase):
         )
         last_id, has_last = state.get("last_id"), state.get("has_last", False)
         for batch in self.scan(name, last_id, has_last):
-            ids = [_decoded_id(d) for d in batch]
-            keys = [_backup_id(migration_id, index, name, i) for i in ids]
-            saved = {_key(b["_id"]["id"]): b["raw"] for b in backups.find({"_id": {"$in": keys}})}
-            originals: list[Document] = []
-            new_backups = []
-            for doc, key in zip(batch, keys, strict=True):
-                raw = saved.get(_key(key["id"]))
-                if raw is None:
-                    raw = _raw(doc)
-                    new_backups.append({"_id": key, "raw": Binary(raw)})
-                originals.append(bson.decode(bytes(raw)))
-            if new_backups:
-                _insert_ignoring_duplicates(backups, new_backups)
-            ctx = self._context(step, originals, parents)
-            replaces, side = [], {}
-            for original in originals:
-                result = transform(original, step, ctx)
-                replaces.append(ReplaceOne({"_id": original["_id"]}, result.document))
-                for collection, docs in result.side.items():
-                    side.setdefault(collection, []).extend(docs)
-                _accumulate(outcome.stats, step, original, result)
-            self.db[name].bulk_write(replaces, ordered=True)
-            written = len(replaces)
-            for collection, docs in side.items():
-                # Side documents derive from the originals and have deterministic _ids: on a replayed
-                # batch the same documents exist already, so duplicates are skipped, not overwritten.
-                _insert_ignoring_duplicates(self.db[collection], docs)
-                written += len(docs)
+            last_id, written = self._apply_batch(migration_id, index, step, batch, parents, outcome.stats)
             outcome.read += len(batch)
             outcome.written += written
-            last_id, has_last = ids[-1], True
             self.changelog.checkpoint(
                 migration_id,
                 index,
@@ -454,8 +432,156 @@ class Runner(RunnerBase):
             )
             self.lock.renew()
             self._after_batch(migration_id, index, outcome.read, total)
+        self._finish_document_step(step)
+        return outcome
+
+    def _finish_document_step(self, step: Step) -> None:
         if step.name == "attribute" and step.params.get("index"):
-            self.db[name].create_index(list(step.params["index"].items()))
+            self.db[step.collection].create_index(list(step.params["index"].items()))
+
+    def _apply_batch(
+        self,
+        migration_id: str,
+        index: int,
+        step: Step,
+        batch: list[Any],
+        parents: dict[Any, Any],
+        stats: dict[str, Any],
+    ) -> tuple[Any, int]:
+        """Keep the originals, transform them, write the results; returns (last _id, documents written)."""
+        name = step.collection
+        backups = self.db[BACKUP]
+        ids = [_decoded_id(d) for d in batch]
+        keys = [_backup_id(migration_id, index, name, i) for i in ids]
+        saved = {_key(b["_id"]["id"]): b["raw"] for b in backups.find({"_id": {"$in": keys}})}
+        originals: list[Document] = []
+        new_backups = []
+        for doc, key in zip(batch, keys, strict=True):
+            raw = saved.get(_key(key["id"]))
+            if raw is None:
+                raw = _raw(doc)
+                new_backups.append({"_id": key, "raw": Binary(raw)})
+            originals.append(bson.decode(bytes(raw)))
+        if new_backups:
+            _insert_ignoring_duplicates(backups, new_backups)
+        ctx = self._context(step, originals, parents)
+        replaces, side = [], {}
+        for original in originals:
+            result = transform(original, step, ctx)
+            replaces.append(ReplaceOne({"_id": original["_id"]}, result.document))
+            for collection, docs in result.side.items():
+                side.setdefault(collection, []).extend(docs)
+            _accumulate(stats, step, original, result)
+        self.db[name].bulk_write(replaces, ordered=True)
+        written = len(replaces)
+        for collection, docs in side.items():
+            # Side documents derive from the originals and have deterministic _ids: on a replayed
+            # batch the same documents exist already, so duplicates are skipped, not overwritten.
+            _insert_ignoring_duplicates(self.db[collection], docs)
+            written += len(docs)
+        return ids[-1], written
+
+    # -- parallel workers over _id ranges ---------------------------------------------------------
+
+    def _ranges(self, migration_id: str, index: int, name: str, workers: int) -> list[dict[str, Any]] | None:
+        """Split the collection into ``workers`` _id ranges of about equal size, recorded in the changelog
+        so that a resumed run continues each range from its own checkpoint. None when the collection is too
+        small or its _ids are of several types (the single ordered scan handles those)."""
+        collection = self.db[name]
+        count = collection.count_documents({})
+        if count < workers * 2:
+            return None
+        ends = [
+            list(collection.find({}, {"_id": 1}, sort=[("_id", direction)], limit=1))[0]["_id"] for direction in (1, -1)
+        ]
+        bounds = []
+        for k in range(1, workers):
+            found = list(collection.find({}, {"_id": 1}, sort=[("_id", 1)], skip=k * count // workers, limit=1))
+            if found and (not bounds or found[0]["_id"] != bounds[-1]):
+                bounds.append(found[0]["_id"])
+        brackets = {PYTHON_BRACKET.get(type(v).__name__) for v in [*ends, *bounds]}
+        if len(brackets) != 1 or None in brackets:
+            return None
+        edges = [None, *bounds, None]
+        ranges = [
+            {
+                "lo": edges[i],
+                "hi": edges[i + 1],
+                "last_id": None,
+                "has_last": False,
+                "read": 0,
+                "written": 0,
+                "stats": {},
+            }
+            for i in range(len(edges) - 1)
+        ]
+        self.changelog.step(migration_id, index, ranges=ranges)
+        return ranges
+
+    def _range_batches(self, name: str, part: dict[str, Any]) -> Iterator[list[Any]]:
+        collection = self._collection(name)
+        last_id, has_last = part.get("last_id"), part.get("has_last", False)
+        while True:
+            condition: dict[str, Any] = {}
+            if has_last:
+                condition["$gt"] = last_id
+            elif part.get("lo") is not None:
+                condition["$gte"] = part["lo"]
+            if part.get("hi") is not None:
+                condition["$lt"] = part["hi"]
+            query = {"_id": condition} if condition else {}
+            batch = list(collection.find(query, sort=[("_id", ASCENDING)], limit=self.options.batch_size))
+            if not batch:
+                return
+            yield batch
+            last_id, has_last = _decoded_id(batch[-1]), True
+
+    def _document_ranges(
+        self, migration_id: str, index: int, step: Step, ranges: list[dict[str, Any]], parents: dict[Any, Any]
+    ) -> StepOutcome:
+        """Each range in its own thread, checkpointed separately; the same guarantees as one worker
+        (backups first, transforms from the originals, deterministic side documents)."""
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        total = self.db[step.collection].estimated_document_count()
+        done_lock = threading.Lock()
+        done = {"read": sum(r.get("read", 0) for r in ranges)}
+        self.throttle.start(done["read"])
+
+        def work(position: int) -> dict[str, Any]:
+            part = dict(ranges[position])
+            stats = dict(part.get("stats") or {})
+            for batch in self._range_batches(step.collection, part):
+                last_id, written = self._apply_batch(migration_id, index, step, batch, parents, stats)
+                part.update(
+                    last_id=last_id,
+                    has_last=True,
+                    read=part.get("read", 0) + len(batch),
+                    written=part.get("written", 0) + written,
+                    stats=stats,
+                )
+                prefix = f"ranges.{position}."
+                self.changelog.checkpoint(
+                    migration_id,
+                    index,
+                    len(batch),
+                    written,
+                    **{prefix + k: part[k] for k in ("last_id", "has_last", "read", "written", "stats")},
+                )
+                self.lock.renew()
+                with done_lock:
+                    done["read"] += len(batch)
+                    self._after_batch(migration_id, index, done["read"], total)
+            return part
+
+        with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+            finished = list(pool.map(work, range(len(ranges))))
+        outcome = StepOutcome(read=sum(p["read"] for p in finished), written=sum(p["written"] for p in finished))
+        for part in finished:
+            for key, value in (part.get("stats") or {}).items():
+                outcome.stats[key] = outcome.stats.get(key, 0) + value
+        self.changelog.step(migration_id, index, read=outcome.read, written=outcome.written, stats=outcome.stats)
         return outcome
 
     def _after_batch(self, migration_id: str, index: int, done: int, total: int | None = None) -> None:
