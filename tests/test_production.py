@@ -15,7 +15,7 @@ from mongopat.migrate.runtime import Runner, RunOptions
 from mongopat.migrate.script import load_folder
 from tests.test_migrate_dump import _big_dump
 from tests.test_migrate_dump import write as write_migration
-from tests.test_migrate_runtime import STEPS, load, snapshot, write
+from tests.test_migrate_runtime import STEPS, _final_state_without_faults, load, snapshot, write
 
 
 class FaultyCollection:
@@ -73,12 +73,7 @@ class FaultyDatabase:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_transient_faults_are_retried_to_the_same_result(mongo, tmp_path, error, workers):
     steps = [STEPS["computed"], STEPS["outlier"]]
-    reference = mongo.client[mongo.db_name + "_ref"]
-    load(reference)
-    write(tmp_path / "ref", "0001_m", *steps)
-    Runner(reference, load_folder(tmp_path / "ref"), RunOptions(batch_size=40)).up()
-    expected = snapshot(reference)
-    mongo.client.drop_database(mongo.db_name + "_ref")
+    expected = _final_state_without_faults(mongo, tmp_path, steps)
     rng = random.Random(str(error))
     for attempt in range(3):
         db = mongo.db
@@ -274,12 +269,7 @@ def _parallel_db(db):
 @pytest.mark.parametrize("workers", [2, 3])
 def test_workers_give_the_result_of_one_worker_and_survive_crashes(mongo, tmp_path, workers):
     steps = [STEPS["computed"], STEPS["outlier"], STEPS["document_versioning"]]
-    reference = mongo.client[mongo.db_name + "_ref"]
-    load(reference)
-    write(tmp_path / "ref", "0001_m", *steps)
-    Runner(reference, load_folder(tmp_path / "ref"), RunOptions(batch_size=30)).up()
-    expected = snapshot(reference)
-    mongo.client.drop_database(mongo.db_name + "_ref")
+    expected = _final_state_without_faults(mongo, tmp_path, steps)
     rng = random.Random(workers)
     for attempt in range(3):
         db = mongo.db
