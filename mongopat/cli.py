@@ -866,6 +866,9 @@ def migrate_up(
     workers: Annotated[
         int, typer.Option("--workers", help="Threads over disjoint _id ranges for document steps (on a server).", min=1)
     ] = 1,
+    write_concern: Annotated[
+        str, typer.Option("--write-concern", help="'majority' (default) or a number of members that must acknowledge.")
+    ] = "majority",
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     format: FormatOption = "table",
     timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
@@ -877,6 +880,8 @@ def migrate_up(
     def body() -> int:
         _check_format(format, ("table", "json"))
         spec = source_spec(uri, dump, db, timeout_ms, DEFAULT_MAX_TIME_MS, "primary")
+        if write_concern != "majority" and not write_concern.isdigit():
+            raise MongopatError(f"--write-concern {write_concern!r}: 'majority' or a number of members")
         if not dry_run:
             pending = [
                 r["id"] for r in command.migrate_status(spec, dir) if r["state"] in ("pending", "failed", "running")
@@ -888,6 +893,7 @@ def migrate_up(
                 return 1
         options = _run_options(batch_size, lock_timeout, dry_run, max_docs_per_sec, max_lag)
         options.workers = workers
+        options.write_concern = write_concern
         try:
             results = command.migrate_up(spec, dir, to, options)
         finally:

@@ -245,7 +245,10 @@ def _migration_runner(spec: SourceSpec, folder: str, options: RunOptions | None 
         return _NoSource(), DumpRunner(spec.dump, migrations, options, spec.db)
     source = open_source(spec)
     assert isinstance(source, MongoSource)
-    return source, Runner(source.writable_db(), migrations, options)
+    concern = options.write_concern if options is not None else "majority"
+    if concern != "majority" and not concern.isdigit():
+        raise InputError(f"--write-concern {concern!r}: 'majority' or a number of members")
+    return source, Runner(source.writable_db(concern), migrations, options)
 
 
 def migrate_status(spec: SourceSpec, folder: str) -> list[dict[str, Any]]:

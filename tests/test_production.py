@@ -294,3 +294,97 @@ def test_workers_give_the_result_of_one_worker_and_survive_crashes(mongo, tmp_pa
         Runner(_parallel_db(db), load_folder(folder), RunOptions(batch_size=30, workers=workers)).up()
         assert snapshot(db) == expected, f"attempt {attempt}, crash at batch {cut}"
         assert Runner(db, load_folder(folder)).verify() == {"0001_m": []}
+
+
+def test_chunk_mapping():
+    from bson import MaxKey, MinKey
+
+    from mongopat.analysis.shards import chunks_seen
+
+    chunks = [{"min": {"k": MinKey()}, "max": {"k": 100}, "shard": "s0"}, {"min": {"k": 100}, "max": {"k": 200}, "shard": "s1"},
+              {"min": {"k": 200}, "max": {"k": MaxKey()}, "shard": "s1"}]  # fmt: skip
+    assert chunks_seen([5, 150, 160], chunks, "k") == {
+        "s0": {"chunks": 1, "chunks_seen": 1},
+        "s1": {"chunks": 2, "chunks_seen": 1},
+    }
+    assert chunks_seen(["text"], chunks, "k")["s1"]["chunks_seen"] == 1  # strings sort after numbers: the last chunk
+
+
+def test_sharded_collections_report_shard_key_and_chunks_seen(mongo):
+    """A client that answers like mongos for one sharded collection (collStats with shards, config data)."""
+    from mongopat.analysis.collection import AnalyzeOptions
+    from mongopat.command import analyze_source
+    from mongopat.sources import MongoSource
+
+    if mongo.real:
+        pytest.skip("fakes a sharded cluster on top of mongomock")
+    db = mongo.db
+    db.orders.insert_many([{"_id": i, "customer": i % 300} for i in range(600)])
+    config = mongo.client["config"]
+    config.collections.insert_one({"_id": f"{mongo.db_name}.orders", "key": {"customer": 1}, "uuid": "u-1"})
+    config.chunks.insert_many([
+        {"uuid": "u-1", "min": {"customer": bson_min()}, "max": {"customer": 100}, "shard": "shardA"},
+        {"uuid": "u-1", "min": {"customer": 100}, "max": {"customer": 200}, "shard": "shardB"},
+        {"uuid": "u-1", "min": {"customer": 200}, "max": {"customer": 10_000}, "shard": "shardB"},
+        {"uuid": "u-1", "min": {"customer": 10_000}, "max": {"customer": bson_max()}, "shard": "shardA"},
+    ])  # fmt: skip
+
+    class MongosDatabase:
+        def __init__(self, real):
+            self._real = real
+
+        def command(self, name, *args, **kwargs):
+            if name == "collStats":
+                return {"sharded": True, "size": 1, "storageSize": 1, "avgObjSize": 1, "totalIndexSize": 1,
+                        "shards": {"shardA": {"count": 200}, "shardB": {"count": 400}}}  # fmt: skip
+            return self._real.command(name, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._real, name)
+
+        def __getitem__(self, name):
+            return self._real[name]
+
+    class MongosClient:
+        admin = type("Admin", (), {"command": staticmethod(lambda *a, **k: {"ok": 1})})()
+
+        def get_database(self, name, **kwargs):
+            return MongosDatabase(mongo.client[name])
+
+        def __getitem__(self, name):
+            return mongo.client[name]
+
+    try:
+        source = MongoSource(f"mongodb://mongos.example/{mongo.db_name}", client=MongosClient())
+        report = analyze_source(source, ["orders"], AnalyzeOptions(sample_size=100))
+    finally:
+        config.collections.delete_many({"uuid": "u-1"})
+        config.chunks.delete_many({"uuid": "u-1"})
+    sharding = report["collections"][0]["sharding"]
+    assert sharding["sharded"] and sharding["shard_key"] == {"customer": 1}
+    assert sharding["shards"]["shardA"]["documents"] == 200 and sharding["shards"]["shardB"]["chunks"] == 2
+    assert sharding["shards"]["shardA"]["chunks_seen"] >= 1 and sharding["shards"]["shardB"]["chunks_seen"] >= 1
+    assert sharding["shards"]["shardA"]["chunks_seen"] <= 1  # keys never reach the last chunk (>= 10,000)
+
+
+def bson_min():
+    from bson import MinKey
+
+    return MinKey()
+
+
+def bson_max():
+    from bson import MaxKey
+
+    return MaxKey()
+
+
+def test_throttle_on_a_server_run(mongo, tmp_path):
+    db = mongo.db
+    load(db)
+    write(tmp_path, "0001_m", STEPS["computed"])
+    seen = []
+    options = RunOptions(batch_size=10, max_docs_per_sec=100, progress=lambda *a: seen.append((time.monotonic(), a[2])))
+    Runner(db, load_folder(tmp_path), options).up()
+    (t0, d0), (t1, d1) = seen[0], seen[-1]
+    assert d1 == 230 and abs((d1 - d0) / (t1 - t0) - 100) / 100 < 0.10

@@ -25,6 +25,7 @@ from mongopat.analysis.schema import (
     walk_document,
 )
 from mongopat.analysis.shapes import ShapeTracker
+from mongopat.analysis.shards import chunks_seen
 from mongopat.analysis.sketches import Distribution
 from mongopat.analysis.timeline import TimeProfile, date_to_epoch, objectid_epoch
 from mongopat.errors import InputError
@@ -202,6 +203,9 @@ class CollectionAnalysis:
             entry["array"] = None
         return entry
 
+    def _sharding(self) -> dict[str, Any]:
+        return _sharding_of(self)
+
     def to_dict(self) -> dict[str, Any]:
         fields = self.field_entries()
         scale = self.scale()
@@ -230,7 +234,7 @@ class CollectionAnalysis:
                 "avg_document_bytes": self.stats.avg_document_bytes,
                 "index_bytes": self.stats.index_bytes,
             },
-            "sharding": {"sharded": self.stats.sharded, "shard_key": self.stats.shard_key},
+            "sharding": self._sharding(),
             "sampling": {
                 "method": sampling.method,
                 "requested": sampling.requested,
@@ -248,6 +252,28 @@ class CollectionAnalysis:
             "notes": self.stats.notes + self.notes,
             "example": self.example,
         }
+
+
+def _sharding_of(analysis: CollectionAnalysis) -> dict[str, Any]:
+    stats = analysis.stats
+    out: dict[str, Any] = {"sharded": stats.sharded, "shard_key": stats.shard_key}
+    if not stats.sharded:
+        return out
+    shards = {name: {"documents": count} for name, count in stats.shards.items()}
+    key = stats.shard_key or {}
+    if len(key) == 1 and next(iter(key.values())) != "hashed" and stats.chunks:
+        field_name = next(iter(key))
+        slot = analysis.root.fields.get(field_name)
+        values = list(slot.distinct.values) if slot is not None else []
+        for shard, counts in chunks_seen(values, stats.chunks, field_name).items():
+            shards.setdefault(shard, {}).update(counts)
+        out["note"] = (
+            "$sample through mongos draws from every shard; chunks_seen counts the chunks the sampled keys fall in"
+        )
+    elif stats.chunks:
+        out["note"] = "compound or hashed shard key: chunks seen by the sample are not mapped"
+    out["shards"] = shards
+    return out
 
 
 def plain_value(value: Any) -> Any:

@@ -80,6 +80,7 @@ class RunOptions:
     max_docs_per_sec: float | None = None
     max_lag: float | None = None
     workers: int = 1  # threads over disjoint _id ranges for document steps
+    write_concern: str = "majority"
     retries: int = 8
     retry_base: float = 0.2
 

@@ -18,6 +18,9 @@ class CollectionStats:
     index_bytes: int | None = None
     sharded: bool = False
     shard_key: dict[str, Any] | None = None
+    # Sharded collections: documents per shard (collStats) and chunk ranges (config.chunks).
+    shards: dict[str, int] = field(default_factory=dict)
+    chunks: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 

@@ -180,14 +180,16 @@ class MongoSource(Source):
             pass
         return info
 
-    def writable_db(self) -> Any:
-        """The database for migrations: reads from the primary, majority write concern on real servers."""
+    def writable_db(self, write_concern: str = "majority") -> Any:
+        """The database for migrations: reads from the primary; ``write_concern`` is "majority" (default)
+        or a number of members."""
         if self.kind == "mongomock":
             return self.client.get_database(self.database)
         from pymongo import WriteConcern
 
+        w: str | int = int(write_concern) if write_concern.isdigit() else write_concern
         return self.client.get_database(
-            self.database, read_preference=ReadPreference.PRIMARY, write_concern=WriteConcern("majority")
+            self.database, read_preference=ReadPreference.PRIMARY, write_concern=WriteConcern(w)
         )
 
     def close(self) -> None:
@@ -235,16 +237,30 @@ class MongoSource(Source):
         stats.sharded = bool(raw.get("sharded"))
         if stats.sharded:
             stats.shard_key = self._shard_key(name)
+            stats.shards = {shard: int(info.get("count", 0)) for shard, info in (raw.get("shards") or {}).items()}
+            stats.chunks = self._chunks(name)
         return stats
 
-    def _shard_key(self, name: str) -> dict[str, Any] | None:
+    def _config_entry(self, name: str) -> dict[str, Any] | None:
         try:
-            entry = self.client["config"]["collections"].find_one(
-                {"_id": f"{self.database}.{name}"}, {"key": 1}, max_time_ms=self.max_time_ms
+            return self.client["config"]["collections"].find_one(
+                {"_id": f"{self.database}.{name}"}, {"key": 1, "uuid": 1}, max_time_ms=self.max_time_ms
             )
-        except PyMongoError:
+        except (PyMongoError, TypeError):
             return None
+
+    def _shard_key(self, name: str) -> dict[str, Any] | None:
+        entry = self._config_entry(name)
         return dict(entry["key"]) if entry and "key" in entry else None
+
+    def _chunks(self, name: str, limit: int = 100_000) -> list[dict[str, Any]]:
+        """Chunk ranges and their shards (by collection uuid on 5.0+, by namespace before)."""
+        entry = self._config_entry(name) or {}
+        query = {"uuid": entry["uuid"]} if entry.get("uuid") is not None else {"ns": f"{self.database}.{name}"}
+        try:
+            return list(self.client["config"]["chunks"].find(query, {"min": 1, "max": 1, "shard": 1}, limit=limit))
+        except (PyMongoError, TypeError):
+            return []
 
     def indexes(self, name: str) -> tuple[list[IndexInfo], list[str]]:
         notes: list[str] = []
