@@ -387,7 +387,8 @@ class DumpRunner(RunnerBase):
     ) -> tuple[int, int, dict[str, Any]]:
         canonical = self.files.canonical(step.collection)
         documents = _documents(source)
-        self._total = _count_file(source)  # a quick count of records, for the progress bar's ETA
+        # A quick count of records for the progress bar's ETA, only when someone watches it.
+        self._total = _count_file(source) if self.options.progress is not None else None
         self.throttle.start()
         writers: dict[str, DocumentWriter] = {}
 
