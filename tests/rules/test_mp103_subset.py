@@ -34,3 +34,16 @@ def test_threshold_is_configurable(tmp_path):
     report = report_of(tmp_path, {"posts": posts(30)})
     assert findings(report, ACCESS, rule="MP103")
     assert findings(report, ACCESS, thresholds={"MP103": {"length_factor": 10}}, rule="MP103") == []
+
+
+def test_list_view_of_heavy_documents(tmp_path):
+    docs = [{"_id": i, "title": "t", "events": [{"at": i, "what": "x" * 100}] * (150 + i % 10)} for i in range(30)]
+    access = "version: 1\ncollections:\n  posts:\n    queries:\n      - {name: list, fields: [title], per_sec: 50}\n"
+    [rec] = findings(report_of(tmp_path, {"posts": docs}), access, rule="MP103")
+    assert rec.fields == ["events"] and rec.evidence["fields_read"] == ["title"]
+    assert (
+        findings(
+            report_of(tmp_path, {"posts": docs}), access, thresholds={"MP103": {"list_view_bytes": 10**7}}, rule="MP103"
+        )
+        == []
+    )
