@@ -543,18 +543,14 @@ def check(
     def body() -> int:
         _check_format(format, ("table", "json", "junit", "sarif"))
         spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference)
-        result = command.check(
-            spec,
-            report,
-            access,
-            config,
-            dir,
-            snapshot,
-            write_snapshot,
-            fail_on,
-            command.parse_threshold_options(threshold or []),
-            collection,
-        )
+        progress, start = progress_factory()
+        arguments = (spec, report, access, config, dir, snapshot, write_snapshot, fail_on,
+                     command.parse_threshold_options(threshold or []), collection)  # fmt: skip
+        if progress is None:
+            result = command.check(*arguments)
+        else:
+            with progress:
+                result = command.check(*arguments, progress=start)
         if format == "table":
             print_check(result, State.stdout())
             return 0 if result["ok"] else 1

@@ -293,6 +293,7 @@ def check(
     thresholds: dict[str, dict[str, float]] | None = None,
     collections: list[str] | None = None,
     today: datetime.date | None = None,
+    progress: ProgressFactory | None = None,
 ) -> dict[str, Any]:
     """The CI gate: every check over a live source, a dump folder or a saved report.
 
@@ -314,7 +315,7 @@ def check(
     merged_thresholds = dict(config.thresholds)
     for code, values in (thresholds or {}).items():
         merged_thresholds.setdefault(code, {}).update(values)
-    report = load_report(report_path) if report_path else analyze(spec or SourceSpec(), collections)
+    report = load_report(report_path) if report_path else analyze(spec or SourceSpec(), collections, progress=progress)
     notes: list[str] = []
     checks = {name: {"ran": False, "note": ""} for name in CHECKS}
     findings: list[Finding] = []
