@@ -26,7 +26,7 @@ from mongopat import __version__
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LeaseLock, host_name, utcnow
 from mongopat.migrate.gentle import Throttle
-from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_python, _key
+from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_python, _key, initial_steps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transforms import BucketBuilder, Context, Document, get_path, transform
@@ -295,20 +295,7 @@ class DumpRunner(RunnerBase):
         if migration.python is not None:
             raise InputError(f"{migration.id}: Python migrations run against a server (--uri), not a dump folder")
         started = time.monotonic()
-        steps = [
-            {
-                "index": i,
-                "step": s.name,
-                "collection": s.collection,
-                "state": "pending",
-                "phase": None,
-                "read": 0,
-                "written": 0,
-                "stats": {},
-            }
-            for i, s in enumerate(migration.steps)
-        ]
-        self.changelog.start(migration.id, migration.checksum, migration.description, steps)
+        self.changelog.start(migration.id, migration.checksum, migration.description, initial_steps(migration))
         try:
             for index, step in enumerate(migration.steps):
                 state = self.changelog.get(migration.id)["steps"][index]  # type: ignore[index]

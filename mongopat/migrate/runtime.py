@@ -100,6 +100,15 @@ def _backup_id(migration_id: str, step: int, collection: str, document_id: Any) 
     return {"m": migration_id, "s": step, "c": collection, "id": document_id}
 
 
+def initial_steps(migration: Migration) -> list[dict[str, Any]]:
+    """The changelog's progress record of every step before it runs (every backend uses the same keys)."""
+    return [
+        {"index": i, "step": s.name, "collection": s.collection, "state": "pending", "phase": None, "last_id": None,
+         "has_last": False, "read": 0, "written": 0, "stats": {}}
+        for i, s in enumerate(migration.steps)
+    ]  # fmt: skip
+
+
 class RunnerBase:
     """What every backend's runner shares: the migrations, the changelog, status and the pending list."""
 
@@ -277,21 +286,7 @@ class Runner(RunnerBase):
 
     def _apply(self, migration: Migration) -> dict[str, Any]:
         started = time.monotonic()
-        steps = [
-            {
-                "index": i,
-                "step": s.name,
-                "collection": s.collection,
-                "state": "pending",
-                "last_id": None,
-                "has_last": False,
-                "read": 0,
-                "written": 0,
-                "stats": {},
-            }
-            for i, s in enumerate(migration.steps)
-        ]
-        self.changelog.start(migration.id, migration.checksum, migration.description, steps)
+        self.changelog.start(migration.id, migration.checksum, migration.description, initial_steps(migration))
         try:
             if migration.python is not None:  # the user's code: it must be safe to run again after a failure
                 migration.python.up(self.db)
