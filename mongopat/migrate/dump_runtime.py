@@ -26,10 +26,10 @@ from mongopat import __version__
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LeaseLock, host_name, utcnow
 from mongopat.migrate.gentle import Throttle
-from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_python, _key, initial_steps
+from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_python, initial_steps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import BucketBuilder, Context, Document, get_path, transform
+from mongopat.migrate.transforms import BucketBuilder, Context, Document, get_path, hashable_key, transform
 from mongopat.sources.dump import (
     BSON_SUFFIXES,
     JSON_SUFFIXES,
@@ -435,7 +435,7 @@ class DumpRunner(RunnerBase):
         last_sequence: dict[Any, int] = {}
 
         def load(series: Any, start: Any) -> Document | None:
-            sequence = last_sequence.get((_key(series), start))
+            sequence = last_sequence.get((hashable_key(series), start))
             if sequence is None:
                 return None
             stub = BucketBuilder(step)._new(series, start, sequence)
@@ -559,11 +559,11 @@ class DumpRunner(RunnerBase):
         ctx = Context()
         if step.name == "tree":
             parent = step.params["parent_field"]
-            ctx.parents = {_key(d.get("_id")): d.get(parent) for d in self.files.read(step.collection)}
+            ctx.parents = {hashable_key(d.get("_id")): d.get(parent) for d in self.files.read(step.collection)}
         elif step.name == "extended_reference":
             fields = step.params["fields"]
             ctx.references = {
-                _key(get_path(d, step.params["foreign"])): {f: d[f] for f in fields if f in d}
+                hashable_key(get_path(d, step.params["foreign"])): {f: d[f] for f in fields if f in d}
                 for d in self.files.read(step.params["from"])
             }
         elif step.name == "pre_aggregation":

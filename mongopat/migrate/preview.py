@@ -14,7 +14,7 @@ from typing import Any
 from bson import Decimal128, Int64, ObjectId, json_util
 
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Context, bucket_documents, get_path, transform
+from mongopat.migrate.transforms import Context, bucket_documents, get_path, hashable_key, transform
 
 PLACEHOLDERS: dict[str, Any] = {
     "string": "<string>",
@@ -79,19 +79,13 @@ def _context(step: Step, document: dict[str, Any]) -> Context:
         ctx.parents = {document.get("_id"): "<parent>", "<parent>": None}
     elif step.name == "extended_reference":
         key = get_path(document, step.params["local"])
-        ctx.references = {_key(key): {name: f"<{step.params['from']}.{name}>" for name in step.params["fields"]}}
+        ctx.references = {
+            hashable_key(key): {name: f"<{step.params['from']}.{name}>" for name in step.params["fields"]}
+        }
     elif step.name == "pre_aggregation":
         key = get_path(document, step.params["local"])
-        ctx.aggregates = {_key(key): {name: 0 for name in step.params["compute"]}}
+        ctx.aggregates = {hashable_key(key): {name: 0 for name in step.params["compute"]}}
     return ctx
-
-
-def _key(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value
 
 
 def preview(step: Step, before: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:

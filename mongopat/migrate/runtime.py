@@ -26,7 +26,15 @@ from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, original_name,
 from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import BucketBuilder, Context, Document, empty_aggregates, get_path, transform
+from mongopat.migrate.transforms import (
+    BucketBuilder,
+    Context,
+    Document,
+    empty_aggregates,
+    get_path,
+    hashable_key,
+    transform,
+)
 
 # BSON sort order of _id type brackets: $gt only matches within a bracket, so the scan hops between them.
 TYPE_BRACKETS = [
@@ -449,11 +457,11 @@ class Runner(RunnerBase):
         backups = self.db[BACKUP]
         ids = [_decoded_id(d) for d in batch]
         keys = [_backup_id(migration_id, index, name, i) for i in ids]
-        saved = {_key(b["_id"]["id"]): b["raw"] for b in backups.find({"_id": {"$in": keys}})}
+        saved = {hashable_key(b["_id"]["id"]): b["raw"] for b in backups.find({"_id": {"$in": keys}})}
         originals: list[Document] = []
         new_backups = []
         for doc, key in zip(batch, keys, strict=True):
-            raw = saved.get(_key(key["id"]))
+            raw = saved.get(hashable_key(key["id"]))
             if raw is None:
                 raw = _raw(doc)
                 new_backups.append({"_id": key, "raw": Binary(raw)})
@@ -591,20 +599,20 @@ class Runner(RunnerBase):
     def _parents(self, step: Step) -> dict[Any, Any]:
         """The whole tree's parent map (one small projection scan; memory: one entry per node)."""
         field_name = step.params["parent_field"]
-        return {_key(d["_id"]): d.get(field_name) for d in self.db[step.collection].find({}, {field_name: 1})}
+        return {hashable_key(d["_id"]): d.get(field_name) for d in self.db[step.collection].find({}, {field_name: 1})}
 
     def _context(self, step: Step, originals: list[Document], parents: dict[Any, Any]) -> Context:
         ctx = Context(parents=parents)
         if step.name == "extended_reference":
             values = list(
-                {_key(v): v for d in originals if (v := get_path(d, step.params["local"])) is not None}.values()
+                {hashable_key(v): v for d in originals if (v := get_path(d, step.params["local"])) is not None}.values()
             )
             projection = {name: 1 for name in step.params["fields"]} | {step.params["foreign"]: 1}
             for ref in self.db[step.params["from"]].find({step.params["foreign"]: {"$in": values}}, projection):
-                ctx.references[_key(get_path(ref, step.params["foreign"]))] = ref
+                ctx.references[hashable_key(get_path(ref, step.params["foreign"]))] = ref
         elif step.name == "pre_aggregation":
             values = list(
-                {_key(v): v for d in originals if (v := get_path(d, step.params["local"])) is not None}.values()
+                {hashable_key(v): v for d in originals if (v := get_path(d, step.params["local"])) is not None}.values()
             )
             ctx.aggregates = self._aggregates(step, values)
         return ctx
@@ -627,11 +635,11 @@ class Runner(RunnerBase):
         try:
             rows = self.db[step.params["from"]].aggregate([{"$match": {foreign: {"$in": values}}}, {"$group": group}])
             for row in rows:
-                results[_key(row.pop("_id"))] = row
+                results[hashable_key(row.pop("_id"))] = row
         except NotImplementedError:  # mongomock lacks some expressions: compute in Python, same semantics
             results = _aggregate_in_python(self.db[step.params["from"]].find({foreign: {"$in": values}}), step)
         for value in values:
-            results.setdefault(_key(value), empty_aggregates(step.params["compute"]))
+            results.setdefault(hashable_key(value), empty_aggregates(step.params["compute"]))
         return results
 
     # -- bucket ----------------------------------------------------------------------------------
@@ -871,19 +879,11 @@ def _decoded_id(document: Any) -> Any:
     return document["_id"]
 
 
-def _key(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value
-
-
 def _aggregate_in_python(rows: Any, step: Step) -> dict[Any, Document]:
     results: dict[Any, Document] = {}
     counts: dict[Any, dict[str, int]] = {}
     for row in rows:
-        key = _key(get_path(row, step.params["foreign"]))
+        key = hashable_key(get_path(row, step.params["foreign"]))
         target = results.setdefault(key, empty_aggregates(step.params["compute"]))
         seen = counts.setdefault(key, {})
         for output, spec in step.params["compute"].items():

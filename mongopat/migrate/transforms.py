@@ -168,7 +168,7 @@ def tree(doc: Document, step: Step, ctx: Context) -> Result:
 
 def extended_reference(doc: Document, step: Step, ctx: Context) -> Result:
     key = get_path(doc, step.params["local"])
-    referenced = ctx.references.get(_hashable(key))
+    referenced = ctx.references.get(hashable_key(key))
     if referenced is not None:
         doc[step.params["as"]] = {name: referenced[name] for name in step.params["fields"] if name in referenced}
     return Result(doc)
@@ -176,7 +176,7 @@ def extended_reference(doc: Document, step: Step, ctx: Context) -> Result:
 
 def pre_aggregation(doc: Document, step: Step, ctx: Context) -> Result:
     key = get_path(doc, step.params["local"])
-    results = ctx.aggregates.get(_hashable(key))
+    results = ctx.aggregates.get(hashable_key(key))
     doc[step.params["into"]] = dict(results) if results is not None else empty_aggregates(step.params["compute"])
     return Result(doc)
 
@@ -246,7 +246,9 @@ def outlier(doc: Document, step: Step, ctx: Context) -> Result:
     return Result(doc, {step.params["overflow_collection"]: overflow})
 
 
-def _hashable(value: Any) -> Any:
+def hashable_key(value: Any) -> Any:
+    """``value`` as a dict key: itself when hashable, its repr otherwise (documents, arrays). The runtime
+    keys the maps of a :class:`Context` with it and the transforms look them up with it."""
     try:
         hash(value)
     except TypeError:
@@ -315,7 +317,7 @@ class BucketBuilder:
             self.rejected.append(doc)
             return None
         start = self.window_start(when)
-        key = (_hashable(series), start)
+        key = (hashable_key(series), start)
         bucket = self.open.get(key)
         if bucket is None:
             bucket = (self.load(series, start) if self.load else None) or self._new(series, start, 0)
