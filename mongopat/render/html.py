@@ -12,7 +12,7 @@ from mongopat import __version__
 from mongopat.migrate.preview import example_document, preview, to_json_text
 from mongopat.migrate.steps import StepError, build_step
 from mongopat.render import svg
-from mongopat.render.console import human_rate
+from mongopat.render.console import human_bytes, human_number, human_rate
 from mongopat.rules.base import SEVERITY_RANK
 
 SIZE_LABELS = {256: "256B", 1024: "1K", 4096: "4K", 16384: "16K", 65536: "64K", 262144: "256K",
@@ -44,25 +44,6 @@ TYPE_COLOURS = ["#2f6fb0", "#e0a030", "#4caf7a", "#b05fc0", "#d35f5f", "#5fb0c0"
 PRINT_SCRIPT = "addEventListener('beforeprint',()=>document.querySelectorAll('details').forEach(d=>d.open=true));"
 
 
-def _number(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.2f}"
-    return f"{int(value):,}"
-
-
-def _bytes(value: Any) -> str:
-    if value is None:
-        return "-"
-    value = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
-        value /= 1024
-    return str(value)
-
-
 def _bar(share: float | None) -> str:
     if share is None:
         return ""
@@ -86,9 +67,9 @@ def _array_chart(field: dict[str, Any]) -> str:
     for item in array["histogram"]:
         upper = item["le"]
         name = (
-            f">{_number(lower)}"
+            f">{human_number(lower)}"
             if upper is None
-            else (str(upper) if lower is None or upper - lower <= 1 else f"≤{_number(upper)}")
+            else (str(upper) if lower is None or upper - lower <= 1 else f"≤{human_number(upper)}")
         )
         bins.append((name, item["count"]))
         labels.append(upper)
@@ -99,7 +80,7 @@ def _array_chart(field: dict[str, Any]) -> str:
         if value is None:
             continue
         index = next((i for i, upper in enumerate(labels) if upper is None or value <= upper), len(labels) - 1)
-        markers.append((index, f"{key} {_number(value)}"))
+        markers.append((index, f"{key} {human_number(value)}"))
     merged: dict[int, str] = {}
     for index, text in markers:
         merged[index] = f"{merged[index]} · {text}" if index in merged else text
@@ -148,12 +129,12 @@ def _collection_section(
     counts = {s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")}
     badge = " ".join(f'<span class="sev sev-{s}">{n} {s}</span>' for s, n in counts.items() if n)
     parts = [
-        f'<details id="c-{name}"{" open" if open_ else ""}><summary>{name} · {_number(collection["count"])} documents {badge}</summary>'
+        f'<details id="c-{name}"{" open" if open_ else ""}><summary>{name} · {human_number(collection["count"])} documents {badge}</summary>'
     ]
     sampling = collection["sampling"]
     parts.append(
-        f'<p class="meta">Read {_number(sampling["documents"])} documents ({escape(sampling["method"])}: {escape(sampling["note"] or "")}). '
-        f"Document size p50 {_bytes(size.get('p50'))}, p95 {_bytes(size.get('p95'))}, max {_bytes(size.get('max'))}; "
+        f'<p class="meta">Read {human_number(sampling["documents"])} documents ({escape(sampling["method"])}: {escape(sampling["note"] or "")}). '
+        f"Document size p50 {human_bytes(size.get('p50'))}, p95 {human_bytes(size.get('p95'))}, max {human_bytes(size.get('max'))}; "
         f"nesting depth {collection.get('max_depth', 0)}.</p>"
     )
     charts = []
@@ -164,7 +145,7 @@ def _collection_section(
         if chart:
             rate = profile.get("avg_per_sec")
             charts.append(f"<figure>{chart}<figcaption>Inserts by {escape(profile['field'])}: average {human_rate(rate) if rate else '-'}, "
-                          f"peak {_number(profile.get('peak_per_hour'))}/h</figcaption></figure>")  # fmt: skip
+                          f"peak {human_number(profile.get('peak_per_hour'))}/h</figcaption></figure>")  # fmt: skip
     drift = _drift_chart(collection.get("drift", {}))
     if drift:
         charts.append(f"<figure>{drift}<figcaption>Shapes (sets of top-level fields) over time</figcaption></figure>")
@@ -175,7 +156,7 @@ def _collection_section(
         card = field.get("cardinality")
         distinct = ""
         if card:
-            distinct = ("" if card["exact"] else "~") + _number(card["distinct"])
+            distinct = ("" if card["exact"] else "~") + human_number(card["distinct"])
             if show_values and card.get("top"):
                 distinct += (
                     " <span class='muted'>"
@@ -183,7 +164,7 @@ def _collection_section(
                     + "</span>"
                 )
         array = field.get("array")
-        lengths = f"{array['p50']}/{array['p95']}/{array['p99']}/{_number(array['max'])}" if array else ""
+        lengths = f"{array['p50']}/{array['p95']}/{array['p99']}/{human_number(array['max'])}" if array else ""
         indent = "&nbsp;" * 3 * (field["depth"] - 1)
         rows.append(
             f"<tr><td>{indent}<code>{escape(field['path'])}</code></td><td>{_bar(field['presence'])}</td>"
@@ -216,7 +197,7 @@ def _collection_section(
         parts.append("<h3>Indexes</h3><table><thead><tr><th>name</th><th>key</th><th>options</th><th class='num'>uses</th></tr></thead><tbody>" + "".join(
             f"<tr><td>{escape(i['name'])}</td><td><code>{escape(', '.join(f'{k}: {d}' for k, d in i['key']))}</code></td>"
             f"<td>{'unique ' if i['unique'] else ''}{'sparse ' if i['sparse'] else ''}{'TTL ' + str(i['ttl_seconds']) + ' s' if i['ttl_seconds'] is not None else ''}</td>"
-            f"<td class='num'>{_number(i['usage']['ops']) if i.get('usage') else 'unknown'}</td></tr>"
+            f"<td class='num'>{human_number(i['usage']['ops']) if i.get('usage') else 'unknown'}</td></tr>"
             for i in collection["indexes"]) + "</tbody></table>")  # fmt: skip
     parts.append("</details>")
     return "".join(parts)
@@ -303,9 +284,9 @@ def render_html(report: dict[str, Any], result: dict[str, Any] | None = None, sh
         size = collection["document_size"]
         name = escape(collection["name"])
         overview.append(
-            f"<tr><td><a href='#c-{name}'>{name}</a></td><td class='num'>{_number(collection['count'])}</td>"
-            f"<td class='num'>{_bytes(size.get('p50'))}</td><td class='num'>{_bytes(size.get('max'))}</td>"
-            f"<td class='num'>{_bytes(collection['storage'].get('storage_bytes'))}</td><td>{badges}</td></tr>"
+            f"<tr><td><a href='#c-{name}'>{name}</a></td><td class='num'>{human_number(collection['count'])}</td>"
+            f"<td class='num'>{human_bytes(size.get('p50'))}</td><td class='num'>{human_bytes(size.get('max'))}</td>"
+            f"<td class='num'>{human_bytes(collection['storage'].get('storage_bytes'))}</td><td>{badges}</td></tr>"
         )
     hint = f"--dump {source['location']}" if source["kind"] == "dump" else "--uri <uri>"
     if result and result.get("access_file"):
