@@ -113,6 +113,25 @@ class Lock(LeaseLock):
             self.held = False
 
 
+def new_entry(migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """A migration's changelog record as it starts (every backend stores the same fields)."""
+    return {
+        "_id": migration_id,
+        "checksum": checksum,
+        "description": description,
+        "state": "running",
+        "started_at": utcnow(),
+        "finished_at": None,
+        "read": 0,
+        "written": 0,
+        "duration_s": 0.0,
+        "mongopat_version": __version__,
+        "host": host_name(),
+        "error": None,
+        "steps": steps,
+    }
+
+
 class Changelog:
     """One document per migration in ``mongopat_changelog``: state, checksum, progress, counts."""
 
@@ -127,23 +146,8 @@ class Changelog:
 
     def start(self, migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
         entry = self.get(migration_id)
-        now = utcnow()
         if entry is None or entry.get("state") == "rolled_back":
-            entry = {
-                "_id": migration_id,
-                "checksum": checksum,
-                "description": description,
-                "state": "running",
-                "started_at": now,
-                "finished_at": None,
-                "read": 0,
-                "written": 0,
-                "duration_s": 0.0,
-                "mongopat_version": __version__,
-                "host": host_name(),
-                "error": None,
-                "steps": steps,
-            }
+            entry = new_entry(migration_id, checksum, description, steps)
             self.collection.replace_one({"_id": migration_id}, entry, upsert=True)
         else:
             self.collection.update_one(

@@ -24,7 +24,7 @@ from bson import json_util
 
 from mongopat import __version__
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.bookkeeping import LeaseLock, host_name, utcnow
+from mongopat.migrate.bookkeeping import LeaseLock, host_name, new_entry, utcnow
 from mongopat.migrate.gentle import Throttle
 from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_python, initial_steps
 from mongopat.migrate.script import Migration
@@ -91,21 +91,7 @@ class FileChangelog:
     def start(self, migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> None:
         entry = self.entries.get(migration_id)
         if entry is None or entry.get("state") == "rolled_back":
-            self.entries[migration_id] = {
-                "_id": migration_id,
-                "checksum": checksum,
-                "description": description,
-                "state": "running",
-                "started_at": utcnow(),
-                "finished_at": None,
-                "read": 0,
-                "written": 0,
-                "duration_s": 0.0,
-                "mongopat_version": __version__,
-                "host": host_name(),
-                "error": None,
-                "steps": steps,
-            }
+            self.entries[migration_id] = new_entry(migration_id, checksum, description, steps)
         else:
             entry.update(state="running", error=None, host=host_name(), mongopat_version=__version__)
         self._save()
