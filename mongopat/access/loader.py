@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +119,32 @@ class _Validator:
         for key in required:
             if key not in found:
                 self.error(node, path, f"missing required key '{key}'")
+        return found
+
+    def items(
+        self,
+        node: yaml.Node,
+        path: str,
+        what: str,
+        parse: Callable[[_Validator, yaml.Node, str], Any],
+        key: tuple[str, str] | None = None,
+    ) -> list[Any]:
+        """The parsed entries of a list (``parse`` returns None for a broken one); ``key`` = (attribute,
+        label) reports entries whose attribute repeats an earlier one's."""
+        if not isinstance(node, yaml.SequenceNode):
+            self.error(node, path, f"expected a list of {what}, found {_describe(node)}")
+            return []
+        found, seen = [], set()
+        for index, item_node in enumerate(node.value):
+            item = parse(self, item_node, f"{path}[{index}]")
+            if item is None:
+                continue
+            if key is not None:
+                value = getattr(item, key[0])
+                if value in seen:
+                    self.error(item_node, f"{path}[{index}].{key[0]}", f"duplicate {key[1]} '{value}'")
+                seen.add(value)
+            found.append(item)
         return found
 
     def free_mapping(self, node: yaml.Node, path: str) -> dict[str, yaml.Node] | None:
@@ -306,36 +332,9 @@ def _collection(check: _Validator, name: str, node: yaml.Node) -> CollectionAcce
         )
         access.writes = Writes(**{key: check.rate(value, f"{path}.writes.{key}") for key, value in writes.items()})
     if "queries" in fields:
-        queries = fields["queries"]
-        if not isinstance(queries, yaml.SequenceNode):
-            check.error(queries, f"{path}.queries", f"expected a list of queries, found {_describe(queries)}")
-        else:
-            seen: set[str] = set()
-            for index, query_node in enumerate(queries.value):
-                query = _query(check, f"{path}.queries[{index}]", query_node)
-                if query is None:
-                    continue
-                if query.name in seen:
-                    check.error(query_node, f"{path}.queries[{index}].name", f"duplicate query name '{query.name}'")
-                seen.add(query.name)
-                access.queries.append(query)
+        access.queries = check.items(fields["queries"], f"{path}.queries", "queries", _query, ("name", "query name"))
     if "counters" in fields:
-        counters = fields["counters"]
-        if not isinstance(counters, yaml.SequenceNode):
-            check.error(counters, f"{path}.counters", "expected a list of counters")
-        else:
-            for index, counter_node in enumerate(counters.value):
-                where = f"{path}.counters[{index}]"
-                spec = check.mapping(
-                    counter_node, where, ("field", "increments_per_sec", "exact"), ("field", "increments_per_sec")
-                )
-                if not spec or "field" not in spec or "increments_per_sec" not in spec:
-                    continue
-                field_name = check.string(spec["field"], f"{where}.field")
-                rate = check.rate(spec["increments_per_sec"], f"{where}.increments_per_sec")
-                exact = check.boolean(spec["exact"], f"{where}.exact") if "exact" in spec else True
-                if field_name and rate is not None and exact is not None:
-                    access.counters.append(CounterSpec(field_name, rate, exact))
+        access.counters = check.items(fields["counters"], f"{path}.counters", "counters", _counter)
     if "history" in fields:
         history = check.mapping(fields["history"], f"{path}.history", ("keep_versions", "restore")) or {}
         values = {key: check.boolean(value, f"{path}.history.{key}") for key, value in history.items()}
@@ -343,7 +342,19 @@ def _collection(check: _Validator, name: str, node: yaml.Node) -> CollectionAcce
     return access
 
 
-def _query(check: _Validator, path: str, node: yaml.Node) -> Query | None:
+def _counter(check: _Validator, node: yaml.Node, where: str) -> CounterSpec | None:
+    spec = check.mapping(node, where, ("field", "increments_per_sec", "exact"), ("field", "increments_per_sec"))
+    if not spec or "field" not in spec or "increments_per_sec" not in spec:
+        return None
+    field_name = check.string(spec["field"], f"{where}.field")
+    rate = check.rate(spec["increments_per_sec"], f"{where}.increments_per_sec")
+    exact = check.boolean(spec["exact"], f"{where}.exact") if "exact" in spec else True
+    if field_name and rate is not None and exact is not None:
+        return CounterSpec(field_name, rate, exact)
+    return None
+
+
+def _query(check: _Validator, node: yaml.Node, path: str) -> Query | None:
     if isinstance(node, yaml.MappingNode):  # name the query by its name in messages, once it has one
         for key_node, value_node in node.value:
             if (

@@ -91,28 +91,9 @@ def parse_section(check: _Validator, node: yaml.Node, path: str, allow_version: 
     if "thresholds" in found:
         config.thresholds = _thresholds(check, found["thresholds"])
     if "rules" in found:
-        rules_node = found["rules"]
-        if not isinstance(rules_node, yaml.SequenceNode):
-            check.error(rules_node, f"{path}.rules", "expected a list of rules")
-        else:
-            seen: set[str] = set()
-            for index, rule_node in enumerate(rules_node.value):
-                rule = _rule(check, rule_node, f"{path}.rules[{index}]")
-                if rule is None:
-                    continue
-                if rule.id in seen:
-                    check.error(rule_node, f"{path}.rules[{index}].id", f"duplicate rule id '{rule.id}'")
-                seen.add(rule.id)
-                config.rules.append(rule)
+        config.rules = check.items(found["rules"], f"{path}.rules", "rules", _rule, ("id", "rule id"))
     if "waivers" in found:
-        waivers_node = found["waivers"]
-        if not isinstance(waivers_node, yaml.SequenceNode):
-            check.error(waivers_node, f"{path}.waivers", "expected a list of waivers")
-        else:
-            for index, waiver_node in enumerate(waivers_node.value):
-                waiver = _waiver(check, waiver_node, f"{path}.waivers[{index}]")
-                if waiver is not None:
-                    config.waivers.append(waiver)
+        config.waivers = check.items(found["waivers"], f"{path}.waivers", "waivers", _waiver)
     if "snapshot" in found:
         tolerances = check.mapping(found["snapshot"], f"{path}.snapshot", ("presence_tolerance", "length_factor")) or {}
         if "presence_tolerance" in tolerances:
