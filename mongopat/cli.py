@@ -12,44 +12,24 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
-from bson import json_util as bson_json
-from pymongo.errors import PyMongoError
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
 
 from mongopat import __version__, command
-from mongopat.analysis.collection import AnalyzeOptions
-from mongopat.check.formats import to_json as check_json
-from mongopat.check.formats import to_junit as check_junit
-from mongopat.check.formats import to_sarif as check_sarif
-from mongopat.demo import run_demo
-from mongopat.draft.render import to_json as draft_json
-from mongopat.draft.render import to_yaml
 from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError
-from mongopat.migrate.plan import load_recommendations
-from mongopat.migrate.plan import plan as plan_migrations
-from mongopat.migrate.runtime import RunOptions
-from mongopat.migrate.script import write_new as write_new_migration
-from mongopat.render.console import print_report
-from mongopat.render.html import render_html
-from mongopat.render.recommendations import print_recommendations, to_markdown
-from mongopat.report import load_report, write_report
-from mongopat.rules import registry
+from mongopat.migrate.runner import RunOptions
 from mongopat.sources import SourceSpec
-from mongopat.sources.mongo import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS, MongoSource, describe_error
+from mongopat.sources.base import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mongopat.analysis.collection import AnalyzeOptions
+
+# Commands import what they use when they run: each command loads only its own modules, and a migration on
+# a dump folder starts without rich's tables, the analysis or pymongo.
 
 app = typer.Typer(
     name="mongopat",
@@ -74,11 +54,24 @@ class State:
     @classmethod
     def stdout(cls) -> Console:
         # Piped or captured output gets a width that fits the tables (rich would assume 80 columns).
+        from rich.console import Console
+
         width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "120"))
         return Console(no_color=cls.no_color, highlight=False, soft_wrap=False, width=width)
 
     @classmethod
+    def say(cls, text: str, style: str | None = None) -> None:
+        """One line of plain text on stdout: through rich on a terminal (for the style), written as it is
+        otherwise, so that scripted runs (migrate up in CI, hooks) do not load rich at all."""
+        if sys.stdout.isatty():
+            cls.stdout().print(text, markup=False, style=style)
+        else:
+            sys.stdout.write(text + "\n")
+
+    @classmethod
     def stderr(cls) -> Console:
+        from rich.console import Console
+
         return Console(stderr=True, no_color=cls.no_color, highlight=False)
 
 
@@ -121,13 +114,28 @@ def run(action: Callable[[], int | None], uri: str | None = None) -> None:
         code = action()
     except MongopatError as error:
         raise fail(error) from None
-    except PyMongoError as error:
-        raise fail(describe_error(error, uri)) from None
     except KeyboardInterrupt:
         State.stderr().print("interrupted")
         raise typer.Exit(130) from None
+    except Exception as error:
+        driver_error = _driver_error(error, uri)
+        if driver_error is None:
+            raise
+        raise fail(driver_error) from None
     if code:
         raise typer.Exit(code)
+
+
+def _driver_error(error: Exception, uri: str | None) -> MongopatError | None:
+    """A pymongo error as a one-line message (None for anything else). pymongo is only in memory when a
+    command connected to a server, so there is nothing to import when it is not."""
+    if "pymongo" not in sys.modules:
+        return None
+    from pymongo.errors import PyMongoError
+
+    from mongopat.sources.mongo import describe_error
+
+    return describe_error(error, uri) if isinstance(error, PyMongoError) else None
 
 
 # -- shared options ------------------------------------------------------------------------------
@@ -191,6 +199,8 @@ def _check_format(value: str, allowed: tuple[str, ...]) -> None:
 
 def progress_factory(total_hint: Callable[[str], int | None] | None = None):
     """A rich progress bar per collection on stderr, shown only on a terminal and without --quiet."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     console = State.stderr()
     if State.quiet or not console.is_terminal:
         return None, None
@@ -228,6 +238,8 @@ def write_text(path: str, text: str) -> None:
 
 def _json_default(value: Any) -> Any:
     """Dates as ISO-8601 UTC strings; other BSON values as relaxed Extended JSON."""
+    from bson import json_util as bson_json
+
     if isinstance(value, datetime.datetime):
         return value.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     return json.loads(bson_json.dumps(value, json_options=bson_json.RELAXED_JSON_OPTIONS))
@@ -293,6 +305,11 @@ def analyze(
     verbose: VerboseOption = False,
 ) -> None:
     """Sample collections and measure fields, types, arrays, sizes, insert rates, drift, references and indexes."""
+    from mongopat.analysis.collection import AnalyzeOptions
+    from mongopat.render.console import print_report
+    from mongopat.render.html import render_html
+    from mongopat.report import write_report
+
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
@@ -354,6 +371,11 @@ def recommend(
     verbose: VerboseOption = False,
 ) -> None:
     """Recommend design patterns and flag anti-patterns from measured evidence and declared access patterns."""
+    from mongopat.analysis.collection import AnalyzeOptions
+    from mongopat.render.html import render_html
+    from mongopat.render.recommendations import print_recommendations, to_markdown
+    from mongopat.report import load_report, write_report
+
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
@@ -386,6 +408,9 @@ def list_rules(
     format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
 ) -> None:
     """List the detectors: code, name, kind, thresholds and what each looks for."""
+    from rich.table import Table
+
+    from mongopat.rules import registry
 
     def body() -> int:
         _check_format(format, ("table", "json"))
@@ -452,6 +477,11 @@ def access_draft(
     verbose: VerboseOption = False,
 ) -> None:
     """Draft an access-pattern file from logs, top, $queryStats, the profiler and the collections (reads only)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mongopat.draft.render import to_json as draft_json
+    from mongopat.draft.render import to_yaml
+
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
@@ -538,6 +568,10 @@ def check(
     quiet: QuietOption = False,
 ) -> None:
     """The CI gate: exit 0 when all is well, 1 when a finding reaches --fail-on, 2 on usage or input errors."""
+    from mongopat.check.formats import to_json as check_json
+    from mongopat.check.formats import to_junit as check_junit
+    from mongopat.check.formats import to_sarif as check_sarif
+
     apply_output_flags(quiet, False)
 
     def body() -> int:
@@ -570,6 +604,8 @@ def check(
 
 
 def print_check(result: dict[str, Any], console: Console) -> None:
+    from rich.table import Table
+
     summary = result["summary"]
     status = "[bold green]ok[/]" if result["ok"] else f"[bold red]{summary['failing']} failing[/]"
     console.print(
@@ -600,6 +636,7 @@ def demo(
     ] = "mongopat-demo",
 ) -> None:
     """Write a realistic dataset and run analyze, recommend, plan, up, verify and check on it (no server needed)."""
+    from mongopat.demo import run_demo
 
     def body() -> int:
         console = State.stdout()
@@ -648,6 +685,10 @@ def migrate_plan(
     verbose: VerboseOption = False,
 ) -> None:
     """Write one migration file per recommendation that carries a migration, for review and commit."""
+    from mongopat.migrate.plan import load_recommendations
+    from mongopat.migrate.plan import plan as plan_migrations
+    from mongopat.sources.mongo import MongoSource
+
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
@@ -705,6 +746,7 @@ def migrate_new(
     dir: DirOption = "migrations",
 ) -> None:
     """Write a new migration file with one step, parameters to fill in where not given."""
+    from mongopat.migrate.script import write_new as write_new_migration
 
     def body() -> int:
         params = {}
@@ -744,8 +786,17 @@ def _run_options(
         max_docs_per_sec=max_docs_per_sec,
         max_lag=max_lag,
     )
-    console = State.stderr()
-    if not State.quiet and console.is_terminal:
+    console = None if State.quiet else State.stderr()
+    if console is not None and console.is_terminal:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -807,6 +858,7 @@ def migrate_status(
     timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
 ) -> None:
     """Applied, pending, failed and edited-after-apply migrations."""
+    from rich.table import Table
 
     def body() -> int:
         _check_format(format, ("table", "json"))
@@ -860,8 +912,14 @@ def migrate_up(
         typer.Option("--max-lag", help="Pause while a secondary lags by more than this many seconds.", min=0),
     ] = None,
     workers: Annotated[
-        int, typer.Option("--workers", help="Threads over disjoint _id ranges for document steps (on a server).", min=1)
-    ] = 1,
+        int | None,
+        typer.Option(
+            "--workers",
+            help="On a server: threads over disjoint _id ranges for document steps (default 1). On a dump "
+            "folder: processes bucketing one large JSON file (default: CPUs, max 4).",
+            min=1,
+        ),
+    ] = None,
     write_concern: Annotated[
         str, typer.Option("--write-concern", help="'majority' (default) or a number of members that must acknowledge.")
     ] = "majority",
@@ -871,6 +929,8 @@ def migrate_up(
     quiet: QuietOption = False,
 ) -> None:
     """Apply pending migrations in order, in batches, resuming an interrupted one."""
+    from bson import json_util as bson_json
+
     apply_output_flags(quiet, False)
 
     def body() -> int:
@@ -883,7 +943,7 @@ def migrate_up(
                 r["id"] for r in command.migrate_status(spec, dir) if r["state"] in ("pending", "failed", "running")
             ]
             if not pending:
-                State.stdout().print("nothing to apply", markup=False)
+                State.say("nothing to apply")
                 return 0
             if not _confirm(f"Apply {len(pending)} migration(s) ({', '.join(pending)})?", yes):
                 return 1
@@ -897,28 +957,23 @@ def migrate_up(
         if format == "json":
             emit_json({"dry_run": dry_run, "migrations": json.loads(bson_json.dumps(results))})
             return 0
-        console = State.stdout()
         for result in results:
             if dry_run:
                 for step in result["steps"]:
-                    console.print(
+                    State.say(
                         f"{result['id']}: {step['step']} on {step['collection']}: "
-                        f"{step['documents']:,} documents to read",
-                        markup=False,
+                        f"{step['documents']:,} documents to read"
                     )
                     for example in step["examples"][:2]:
-                        console.print(
-                            "  before: " + bson_json.dumps(example["before"])[:300], markup=False, style="dim"
-                        )
-                        console.print("  after:  " + bson_json.dumps(example["after"])[:300], markup=False)
+                        State.say("  before: " + bson_json.dumps(example["before"])[:300], style="dim")
+                        State.say("  after:  " + bson_json.dumps(example["after"])[:300])
             else:
-                console.print(
+                State.say(
                     f"applied {result['id']}: read {result['read']:,}, wrote {result['written']:,}, "
-                    f"{result['duration_s']} s",
-                    markup=False,
+                    f"{result['duration_s']} s"
                 )
                 for note in result.get("notes") or []:
-                    console.print(f"  note: {note}", markup=False, style="dim")
+                    State.say(f"  note: {note}", style="dim")
         return 0
 
     run(body, uri)
@@ -949,7 +1004,7 @@ def migrate_down(
         if not _confirm(f"Revert {what}?", yes):
             return 1
         reverted = command.migrate_down(spec, dir, to, _run_options(batch_size, lock_timeout))
-        State.stdout().print("reverted: " + (", ".join(reverted) or "nothing"), markup=False)
+        State.say("reverted: " + (", ".join(reverted) or "nothing"))
         return 0
 
     run(body, uri)
@@ -991,6 +1046,8 @@ def migrate_verify(
 
 
 def print_draft_summary(draft, console: Console) -> None:
+    from rich.table import Table
+
     table = Table(title="sources", header_style="bold")
     for column in ("source", "used", "entries", "detail"):
         table.add_column(column)

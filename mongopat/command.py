@@ -10,36 +10,21 @@ import datetime
 import difflib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.access import load_access_file
-from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis, analyze_collection
-from mongopat.analysis.references import find_references
-from mongopat.check.config import CheckConfig, check_section_of_access_file
-from mongopat.check.config import load_config as load_check_config
-from mongopat.check.findings import (
-    CHECKS,
-    Finding,
-    apply_waivers,
-    drift_findings,
-    failing,
-    migration_findings,
-    recommendation_findings,
-    rule_findings,
-)
-from mongopat.check.snapshot import build_snapshot, load_snapshot
-from mongopat.check.snapshot import compare as compare_snapshots
-from mongopat.draft.build import Draft, build_draft
-from mongopat.draft.logs import scan_logs
-from mongopat.draft.server import SourceStatus, probe_server
 from mongopat.errors import InputError
-from mongopat.migrate.dump_runtime import DumpRunner
-from mongopat.migrate.runtime import Runner, RunnerBase, RunOptions
-from mongopat.migrate.script import load_folder
-from mongopat.report import build_report, load_report, write_report
-from mongopat.rules import Context, registry, run_rules
-from mongopat.rules.base import SEVERITIES, SEVERITY_RANK
-from mongopat.sources import MongoSource, Source, SourceSpec, open_source
+from mongopat.migrate.runner import RunnerBase, RunOptions
+from mongopat.sources import SourceSpec, open_source
+
+if TYPE_CHECKING:
+    from mongopat.analysis.collection import AnalyzeOptions
+    from mongopat.check.findings import Finding
+    from mongopat.draft.build import Draft
+    from mongopat.draft.server import SourceStatus
+    from mongopat.sources import Source
+
+# The heavier modules are imported by the commands that use them, so that each command loads only what it
+# needs: a migration on a dump folder starts without the analysis, the rules or pymongo.
 
 # Called once per collection with (name, expected documents or None); returns the per-batch callback.
 ProgressFactory = Callable[[str, int | None], Callable[[int], None]]
@@ -62,6 +47,10 @@ def analyze_source(
     options: AnalyzeOptions | None = None,
     progress: ProgressFactory | None = None,
 ) -> dict[str, Any]:
+    from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis, analyze_collection
+    from mongopat.analysis.references import find_references
+    from mongopat.report import build_report
+
     options = options or AnalyzeOptions()
     if options.full_scan and hasattr(source, "full_scan"):
         source.full_scan = True
@@ -106,6 +95,10 @@ def recommend(
     rules: list[str] | None = None,
 ) -> dict[str, Any]:
     """Join a report with an access-pattern file and run every detector; returns ``{"recommendations": ...}``."""
+    from mongopat.access import load_access_file
+    from mongopat.rules import Context, registry, run_rules
+    from mongopat.rules.base import SEVERITIES
+
     access = None
     notes: list[str] = []
     if access_path:
@@ -140,6 +133,8 @@ def recommend(
 
 
 def validate_thresholds(thresholds: dict[str, dict[str, float]]) -> None:
+    from mongopat.rules import registry
+
     rules = {rule.code: rule for rule in registry()}
     for code, values in thresholds.items():
         rule = rules.get(code)
@@ -156,6 +151,8 @@ def validate_thresholds(thresholds: dict[str, dict[str, float]]) -> None:
 
 def parse_threshold_options(items: list[str]) -> dict[str, dict[str, float]]:
     """``["MP201.warn_length=500"]`` (rule code or name) -> ``{"MP201": {"warn_length": 500.0}}``."""
+    from mongopat.rules import registry
+
     by_name = {rule.name: rule.code for rule in registry()}
     out: dict[str, dict[str, float]] = {}
     for item in items:
@@ -182,6 +179,12 @@ def draft_access(
 
     Reads only; every source is optional and what could not be used is reported in the draft's statuses.
     """
+    from mongopat.analysis.collection import AnalyzeOptions
+    from mongopat.draft.build import build_draft
+    from mongopat.draft.logs import scan_logs
+    from mongopat.draft.server import SourceStatus, probe_server
+    from mongopat.sources.mongo import MongoSource
+
     statuses: list[SourceStatus] = []
     database = spec.db
     log_scan = None
@@ -238,11 +241,18 @@ class _NoSource(contextlib.AbstractContextManager):
 
 def _migration_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> tuple[Any, RunnerBase]:
     """The runner for the target: a server (``--uri``) or a dump folder (``--dump``)."""
+    from mongopat.migrate.script import load_folder
+
     migrations = load_folder(folder)
     if spec.dump:
         if spec.uri:
             raise InputError("give either --uri or --dump, not both")
+        from mongopat.migrate.dump_runtime import DumpRunner
+
         return _NoSource(), DumpRunner(spec.dump, migrations, options, spec.db)
+    from mongopat.migrate.runtime import Runner
+    from mongopat.sources.mongo import MongoSource
+
     source = open_source(spec)
     assert isinstance(source, MongoSource)
     concern = options.write_concern if options is not None else "majority"
@@ -299,6 +309,22 @@ def check(
 
     Returns the findings (waivers applied), those that fail at ``fail_on``, and which checks ran.
     """
+    from mongopat.check.config import CheckConfig, check_section_of_access_file
+    from mongopat.check.config import load_config as load_check_config
+    from mongopat.check.findings import (
+        CHECKS,
+        apply_waivers,
+        drift_findings,
+        failing,
+        migration_findings,
+        recommendation_findings,
+        rule_findings,
+    )
+    from mongopat.check.snapshot import build_snapshot, load_snapshot
+    from mongopat.check.snapshot import compare as compare_snapshots
+    from mongopat.report import load_report, write_report
+    from mongopat.rules.base import SEVERITIES, SEVERITY_RANK
+
     if fail_on not in SEVERITIES:
         raise InputError(f"--fail-on {fail_on!r}: one of {', '.join(SEVERITIES)}")
     has_source = spec is not None and bool(spec.uri or spec.dump)

@@ -19,7 +19,7 @@ import yaml
 
 from mongopat import command
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.runtime import RunOptions
+from mongopat.migrate.runner import RunOptions
 from mongopat.report import write_report
 from mongopat.sample_data import Scenario, ecommerce, iot, social, wiki
 from mongopat.sources import SourceSpec

@@ -29,6 +29,7 @@ from mongopat.access.model import (
 )
 from mongopat.errors import InputError
 from mongopat.expressions import ExpressionError, parse
+from mongopat.yamlfile import YamlFileError, compose_yaml
 
 SUPPORTED_VERSIONS = (1,)
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*/\s*(s|sec|second|m|min|minute|h|hr|hour|d|day)\s*$")
@@ -38,14 +39,8 @@ _MULTIPLIER = {"": 1, "k": 1_000, "m": 1_000_000}
 AGGREGATE_OPERATORS = ("sum", "count", "avg", "min", "max")
 
 
-class AccessFileError(InputError):
-    """One or more problems in an access-pattern file (all of them listed)."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__(
-            problems[0] if len(problems) == 1 else f"{len(problems)} problems:\n  " + "\n  ".join(problems)
-        )
+# The access file's errors are those of every YAML file mongopat reads.
+AccessFileError = YamlFileError
 
 
 def parse_rate(value: Any) -> float:
@@ -65,18 +60,6 @@ def parse_rate(value: Any) -> float:
     if rate < 0 or rate != rate:
         raise ValueError("a rate cannot be negative")
     return rate
-
-
-def compose_yaml(text: str, file: str) -> yaml.Node | None:
-    """The YAML node tree (no object is built), or an error naming file, line and column."""
-    try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
-        raise AccessFileError([f"{where}: not valid YAML: {exc.problem or exc}"]) from None
-    except yaml.YAMLError as exc:
-        raise AccessFileError([f"{file}: not valid YAML: {exc}"]) from None
 
 
 class _Validator:

@@ -10,8 +10,6 @@ import time
 import uuid
 from typing import Any
 
-from pymongo.errors import DuplicateKeyError
-
 from mongopat import __version__
 from mongopat.errors import OperationFailed
 
@@ -81,6 +79,8 @@ class Lock(LeaseLock):
         return self.collection.find_one({"_id": LOCK_ID})
 
     def _try(self) -> bool:
+        from pymongo.errors import DuplicateKeyError  # not at the top: dump-folder runs never load pymongo
+
         now = utcnow()
         try:
             self.collection.update_one(

@@ -25,8 +25,9 @@ from bson import json_util
 from mongopat import __version__
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LeaseLock, host_name, new_entry, utcnow
+from mongopat.migrate.dump_buckets import BucketSpec, Tally, bucket_file, run_parallel, tally_buckets
 from mongopat.migrate.gentle import Throttle
-from mongopat.migrate.runtime import RunnerBase, RunOptions, _aggregate_in_python, initial_steps
+from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transforms import BucketBuilder, Context, Document, get_path, hashable_key, transform
@@ -463,83 +464,28 @@ class DumpRunner(RunnerBase):
     def _write_buckets_fast(
         self, step: Step, source: Path, out: DocumentWriter, migration_id: str, index: int
     ) -> tuple[int, dict[str, Any]]:
-        """Bucketing straight from relaxed Extended JSON, without decoding the readings.
+        """Bucketing straight from relaxed Extended JSON lines, on several processes for large files
+        (:mod:`mongopat.migrate.dump_buckets`): the same buckets as the decoded path."""
 
-        The same buckets as the decoded path (same ids, counts, min, max, windows), but each reading is
-        copied into its bucket as parsed, wrappers and all, and written back as it was: only the series
-        key, the time and the measurements are looked at. Most exports of time series take this path.
-        """
-        series_key, time_field = step.params["series_key"], step.params["time_field"]
-        width, capacity, measurements = (
-            step.params["window_seconds"],
-            step.params["max_bucket_size"],
-            step.params["measurements"] or [],
+        def write(data: bytes) -> None:
+            out.handle.write(data)
+
+        merger = bucket_file(
+            source,
+            BucketSpec.of(step.params),
+            write,
+            workers=self._processes(),
+            after_chunk=lambda read: self._hook(migration_id, index, read),
         )
-        open_buckets: dict[Any, dict[str, Any]] = {}
-        last_sequence: dict[Any, int] = {}
-        newest = None
-        read = passthrough = 0
-        handle = out.handle
+        out.count += merger.written
+        return merger.read, {"passthrough": merger.passthrough}
 
-        def write(bucket: dict[str, Any]) -> None:
-            handle.write(orjson_dumps(bucket) + b"\n")
-            out.count += 1
-
-        def flush(older_than: float | None) -> None:
-            for key in [k for k in open_buckets if older_than is None or k[1] < older_than]:
-                bucket = open_buckets.pop(key)
-                if bucket["count"]:
-                    write(bucket)
-                last_sequence[key] = bucket["_id"]["n"]
-
-        for line_number, record in _json_records(source):
-            read += 1
-            try:
-                doc = record if isinstance(record, dict) else loads(record)
-            except ValueError as exc:
-                raise InputError(f"{source}:{line_number}: not a valid Extended JSON document: {exc}") from None
-            series = doc.get(series_key)
-            seconds = _epoch_of(doc.get(time_field))
-            if series is None or seconds is None:
-                handle.write((record if isinstance(record, bytes) else orjson_dumps(record)).rstrip(b"\n") + b"\n")
-                out.count += 1
-                passthrough += 1
-                continue
-            start = seconds - seconds % width
-            key = (series if not isinstance(series, (dict, list)) else orjson_dumps(series), start)
-            bucket = open_buckets.get(key)
-            if bucket is None or bucket["count"] >= capacity:
-                if bucket is not None:
-                    write(bucket)
-                sequence = bucket["_id"]["n"] + 1 if bucket is not None else last_sequence.get(key, -1) + 1
-                began = _date_json(start)
-                bucket = open_buckets[key] = {
-                    "_id": {"s": series, "w": began, "n": sequence},
-                    series_key: series,
-                    "start": began,
-                    "end": _date_json(start + width),
-                    "count": 0,
-                    "min": {},
-                    "max": {},
-                    "readings": [],
-                }
-            del doc[series_key]
-            bucket["readings"].append(doc)
-            bucket["count"] += 1
-            for name in measurements:
-                value = doc.get(name)
-                if type(value) is int or type(value) is float:
-                    low, high = bucket["min"].get(name), bucket["max"].get(name)
-                    bucket["min"][name] = value if low is None or value < low else low
-                    bucket["max"][name] = value if high is None or value > high else high
-            if newest is None or start > newest:
-                newest = start
-            if read % 10_000 == 0:
-                flush(newest - 2 * width)
-            if read % self.options.batch_size == 0:
-                self._hook(migration_id, index, read)
-        flush(None)
-        return read, {"passthrough": passthrough}
+    def _processes(self) -> int:
+        """Processes for a large file: --workers when given, otherwise one per CPU (at most 4); one when
+        throttled, since a throttle paces the reading anyway."""
+        if self.options.max_docs_per_sec:
+            return 1
+        return self.options.workers or min(os.cpu_count() or 1, 4)
 
     def _context(self, step: Step) -> Context:
         ctx = Context()
@@ -553,7 +499,7 @@ class DumpRunner(RunnerBase):
                 for d in self.files.read(step.params["from"])
             }
         elif step.name == "pre_aggregation":
-            ctx.aggregates = _aggregate_in_python(self.files.read(step.params["from"]), step)
+            ctx.aggregates = aggregate_in_python(self.files.read(step.params["from"]), step)
         return ctx
 
     def _commit(self, migration_id: str, index: int, step: Step, suffix: str) -> None:
@@ -632,7 +578,18 @@ class DumpRunner(RunnerBase):
                 continue
             suffix = self._suffix(migration.id, index, step)
             kept = self.folder / backup_name(migration.id, index, f"{step.collection}{suffix}")
-            before = _count_file(kept) if kept.exists() else None
+            current = self._after(migration, index, step.collection, suffix)
+            tally: Tally | None = None
+            if step.type.kind == "regroup" and kept.exists() and current.exists() and suffix in JSON_SUFFIXES:
+                # The two reads of a large bucket migration's verification, at the same time.
+                tally, before = run_parallel(
+                    [
+                        lambda current=current: tally_buckets(current, self._processes()),
+                        lambda kept=kept: _count_file(kept),
+                    ]
+                )
+            else:
+                before = _count_file(kept) if kept.exists() else None
 
             def after(name: str, index: int = index, suffix: str = suffix) -> Iterator[Document]:
                 path = self._after(migration, index, name, suffix)
@@ -640,7 +597,10 @@ class DumpRunner(RunnerBase):
 
             for name, expected in (stats.get("counts") or {}).items():
                 found_path = self._after(migration, index, name, suffix)
-                found = _count_file(found_path) if found_path.exists() else 0
+                if tally is not None and name == step.collection:
+                    found = tally.documents
+                else:
+                    found = _count_file(found_path) if found_path.exists() else 0
                 if found != expected:
                     problems.append(f"{name}: {found} documents, {expected} written by the migration")
             if (
@@ -652,7 +612,14 @@ class DumpRunner(RunnerBase):
                     f"{step.collection}: {stats.get('counts', {}).get(step.collection)} documents after, {before} before"
                 )
             if step.type.kind == "regroup" and before is not None:
-                total = sum(d.get("count", 0) for d in after(step.collection) if isinstance(d.get("readings"), list))
+                if tally is not None:
+                    if tally.malformed:
+                        problems.append(f"{step.collection}: {tally.malformed} line(s) are not JSON documents")
+                    total = tally.readings
+                else:
+                    total = sum(
+                        d.get("count", 0) for d in after(step.collection) if isinstance(d.get("readings"), list)
+                    )
                 total += stats.get("passthrough", 0)
                 if total != before:
                     problems.append(f"{step.collection}: buckets hold {total} readings, the original {before}")
@@ -727,33 +694,6 @@ class DumpRunner(RunnerBase):
                 }
             )
         return {"id": migration.id, "state": "dry-run", "steps": steps}
-
-
-def _epoch_of(value: Any) -> float | None:
-    """Seconds since the epoch of a relaxed or canonical ``$date`` (None for anything else)."""
-    if type(value) is not dict:
-        return None
-    date = value.get("$date")
-    if type(date) is str:
-        try:
-            if date.endswith("Z"):
-                return datetime.datetime.fromisoformat(date[:-1]).replace(tzinfo=_UTC).timestamp()
-            parsed = datetime.datetime.fromisoformat(date)
-        except ValueError:
-            return None
-        return (parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_UTC)).timestamp()
-    if type(date) is dict and "$numberLong" in date:
-        return int(date["$numberLong"]) / 1000
-    return None
-
-
-def _date_json(seconds: float) -> dict[str, Any]:
-    moment = _EPOCH + datetime.timedelta(seconds=seconds)
-    return {"$date": moment.isoformat(timespec="milliseconds") + "Z"}
-
-
-_EPOCH = datetime.datetime(1970, 1, 1)
-_UTC = datetime.timezone.utc
 
 
 def _documents(path: Path) -> Iterator[Document]:

@@ -14,14 +14,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pymongo.errors import AutoReconnect, BulkWriteError, CursorNotFound, NetworkTimeout, OperationFailure, PyMongoError
-
 # Server error codes that mean "try again": write conflict, cursor not found, step-downs and shutdowns.
 TRANSIENT_CODES = {112, 43, 189, 91, 10107, 13435, 13436, 11600, 11602, 6, 7, 89, 9001, 262}
 TRANSIENT_LABELS = ("TransientTransactionError", "RetryableWriteError")
 
 
 def is_transient(error: BaseException) -> bool:
+    # pymongo is imported here, not at the top: runs on a dump folder use this module without a driver.
+    from pymongo.errors import AutoReconnect, BulkWriteError, CursorNotFound, NetworkTimeout, OperationFailure
+
     if isinstance(error, (AutoReconnect, NetworkTimeout, CursorNotFound)):
         return True
     if isinstance(error, BulkWriteError):
@@ -104,6 +105,8 @@ class LagGuard:
         """Seconds spent waiting for the secondaries (0 when the lag is fine or cannot be read)."""
         if not self.enabled:
             return 0.0
+        from pymongo.errors import OperationFailure, PyMongoError  # only runs on a server get here
+
         waited = 0.0
         while True:
             try:

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from mongopat.access.loader import compose_yaml
 from mongopat.errors import InputError
 from mongopat.migrate.steps import STEP_TYPES, Step, StepError, build_step
+from mongopat.yamlfile import compose_yaml
 
 ID_PATTERN = re.compile(r"^(\d{4,})_[A-Za-z0-9_]+$")
 TOP_KEYS = ("id", "description", "steps")

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from mongopat.errors import InputError
-from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
-from mongopat.sources.dump import DumpSource
-from mongopat.sources.mongo import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS, MongoSource
+from mongopat.sources.base import (
+    DEFAULT_MAX_TIME_MS,
+    DEFAULT_TIMEOUT_MS,
+    CollectionStats,
+    DocumentStream,
+    IndexInfo,
+    Sampling,
+    Source,
+)
 
 __all__ = [
     "CollectionStats",
@@ -35,12 +42,29 @@ class SourceSpec:
     seed: int = 0
 
 
+def __getattr__(name: str) -> Any:
+    # The backends load on first use: pymongo alone takes ~0.15 s to import, and a dump folder never needs it.
+    if name == "DumpSource":
+        from mongopat.sources.dump import DumpSource
+
+        return DumpSource
+    if name == "MongoSource":
+        from mongopat.sources.mongo import MongoSource
+
+        return MongoSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def open_source(spec: SourceSpec) -> Source:
     if spec.uri and spec.dump:
         raise InputError("give either --uri or --dump, not both")
     if spec.dump:
+        from mongopat.sources.dump import DumpSource
+
         return DumpSource(spec.dump, spec.db, seed=spec.seed)
     if spec.uri:
+        from mongopat.sources.mongo import MongoSource
+
         return MongoSource(
             spec.uri,
             spec.db,

@@ -7,6 +7,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+DEFAULT_TIMEOUT_MS = 5000  # how long to wait for an unreachable server
+DEFAULT_MAX_TIME_MS = 60_000  # maxTimeMS sent with every read command
+
 
 @dataclass
 class CollectionStats:

@@ -26,12 +26,18 @@ from pymongo.errors import (
 
 from mongopat.errors import InputError, MongopatError, SourceError
 from mongopat.redact import redact_uri, scrub
-from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
+from mongopat.sources.base import (
+    DEFAULT_MAX_TIME_MS,
+    DEFAULT_TIMEOUT_MS,
+    CollectionStats,
+    DocumentStream,
+    IndexInfo,
+    Sampling,
+    Source,
+)
 from mongopat.sources.dump import index_from_spec
 
 DEFAULT_SAMPLE_SIZE = 1000
-DEFAULT_TIMEOUT_MS = 5000
-DEFAULT_MAX_TIME_MS = 60_000
 READ_PREFERENCES = {
     "primary": ReadPreference.PRIMARY,
     "primaryPreferred": ReadPreference.PRIMARY_PREFERRED,

@@ -1,0 +1,666 @@
+"""The bucket step on a mongoexport file (relaxed Extended JSON lines), on every core.
+
+The file is read in chunks of :data:`CHUNK_LINES` lines cut at fixed line numbers. Each chunk is grouped
+on its own by :func:`group_chunk`, a pure function: per (series, window), the readings serialized without
+their series key, how many there are and the min and max of each measurement. The first part of the file
+is grouped in this process while worker processes group the later parts and spill their chunks to a
+private file. :class:`BucketMerger` then takes the chunks in file order and does everything that spans
+chunks (open buckets, the next sequence when a bucket is full, closing windows left behind), so the output
+is the same bytes whatever the number of workers.
+
+Readings are copied into their bucket as parsed, Extended JSON wrappers and all: only the series key, the
+time and the measurements are looked at. Files this path cannot take (BSON, canonical Extended JSON,
+``--jsonArray``) are bucketed from decoded documents by the dump runtime instead.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import gzip
+import multiprocessing
+import os
+import re
+import shutil
+import struct
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from mongopat.errors import InputError, OperationFailed
+
+CHUNK_LINES = 1000
+CLOSE_EVERY_LINES = 10_000  # how often windows well behind the newest are closed and written
+MIN_PARALLEL_BYTES = 4 * 1024 * 1024  # below this, starting a second process costs more than it saves
+PARENT_SHARE = 0.8  # of an even share: merging and writing take about a fifth of the work
+_BOM = b"\xef\xbb\xbf"
+_FRAME = struct.Struct("<QQ")
+
+
+@dataclass(frozen=True)
+class BucketSpec:
+    """What the bucket step asks for, in the terms this module needs."""
+
+    series_key: str
+    time_field: str
+    width: int  # window length in seconds
+    capacity: int  # readings per bucket at most
+    measurements: tuple[str, ...]
+
+    @classmethod
+    def of(cls, params: dict[str, Any]) -> BucketSpec:
+        return cls(
+            params["series_key"],
+            params["time_field"],
+            params["window_seconds"],
+            params["max_bucket_size"],
+            tuple(params.get("measurements") or ()),
+        )
+
+
+@dataclass
+class Group:
+    """The readings of one chunk that share a series and a window."""
+
+    series: Any
+    start: float  # window start, seconds since the epoch
+    count: int
+    readings: bytes  # the readings serialized, comma-separated, without the series key
+    low: list[Any]  # per measurement: the smallest number, or None when no reading has one
+    high: list[Any]
+
+
+@dataclass
+class Chunk:
+    first_line: int
+    lines: int  # lines of the file covered, blank ones included
+    records: int  # documents read
+    groups: list[Group]
+    passthrough: list[bytes]  # documents without a series or a time, as they were, in file order
+
+
+# -- dates -------------------------------------------------------------------------------------------
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_UTC = datetime.timezone.utc
+_MINUTE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d\Z")
+_SECONDS = re.compile(r":([0-5]\d)(\.\d{1,9})?(?:Z|([+-])(\d\d):?(\d\d))\Z")
+
+
+class _NotPlain(ValueError):
+    """This chunk needs the careful, line-by-line path."""
+
+
+class _Minutes(dict):  # type: ignore[type-arg]
+    """``"2026-01-01T00:00"`` -> seconds since the epoch of that minute (filled on first use, bounded)."""
+
+    def __missing__(self, text: str) -> float:
+        if not _MINUTE.match(text):
+            raise _NotPlain(text)
+        try:
+            value = (datetime.datetime.fromisoformat(text) - _EPOCH).total_seconds()
+        except ValueError:
+            raise _NotPlain(text) from None
+        if len(self) > 100_000:
+            self.clear()
+        self[text] = value
+        return value
+
+
+class _Seconds(dict):  # type: ignore[type-arg]
+    """``":02.500Z"`` or ``":02+01:00"`` -> seconds into the minute, less the UTC offset."""
+
+    def __missing__(self, text: str) -> float:
+        match = _SECONDS.match(text)
+        if not match:
+            raise _NotPlain(text)
+        if len(self) > 100_000:
+            self.clear()
+        seconds, fraction, sign, hours, minutes = match.groups()
+        value = int(seconds) + (float(fraction) if fraction else 0.0)
+        if sign:
+            offset = int(hours) * 3600 + int(minutes) * 60
+            value -= offset if sign == "+" else -offset
+        self[text] = value
+        return value
+
+
+_minutes = _Minutes()
+_seconds = _Seconds()
+
+
+def epoch_of(value: Any) -> float | None:
+    """Seconds since the epoch of a relaxed or canonical ``$date`` (None for anything else)."""
+    if type(value) is not dict:
+        return None
+    date = value.get("$date")
+    if type(date) is str:
+        try:
+            return _minutes[date[:16]] + _seconds[date[16:]]
+        except _NotPlain:
+            pass
+        try:
+            if date.endswith("Z"):
+                return datetime.datetime.fromisoformat(date[:-1]).replace(tzinfo=_UTC).timestamp()
+            parsed = datetime.datetime.fromisoformat(date)
+        except ValueError:
+            return None
+        return (parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_UTC)).timestamp()
+    if type(date) is dict and "$numberLong" in date:
+        try:
+            return int(date["$numberLong"]) / 1000
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+_dates: dict[float, dict[str, str]] = {}
+
+
+def date_json(seconds: float) -> dict[str, str]:
+    """A relaxed ``$date`` for a window bound (cached: every series shares the same windows)."""
+    found = _dates.get(seconds)
+    if found is None:
+        if len(_dates) > 100_000:
+            _dates.clear()
+        moment = _EPOCH + datetime.timedelta(seconds=seconds)
+        found = _dates[seconds] = {"$date": moment.isoformat(timespec="milliseconds") + "Z"}
+    return found
+
+
+def series_key_of(series: Any) -> Any:
+    """A dict key for a series value: strings as they are, anything else by its JSON (so that ``true``,
+    ``1`` and ``{"a": 1}`` are three series, and documents can be keys at all)."""
+    return series if type(series) is str else (orjson.dumps(series),)
+
+
+# -- one chunk ---------------------------------------------------------------------------------------
+
+
+def group_chunk(lines: list[bytes], first_line: int, spec: BucketSpec, source: str) -> Chunk:
+    """Group the readings of ``lines`` (the file's lines from number ``first_line``) by series and window.
+
+    Most chunks take a vectorised path (comprehensions over the whole chunk); a chunk with anything
+    unusual in it (blank lines, a missing series or time, dates that are not plain UTC strings, series
+    that are not strings, a malformed line) is done again line by line, with the same result on the
+    readings both could take and a clear error naming the line otherwise.
+    """
+    if first_line == 1 and lines and lines[0].startswith(_BOM):
+        lines = [lines[0][len(_BOM) :], *lines[1:]]
+    try:
+        groups = _group_plain(lines, spec)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+        return _group_careful(lines, first_line, spec, source)
+    return Chunk(first_line, len(lines), len(lines), groups, [])
+
+
+def _group_plain(lines: list[bytes], spec: BucketSpec) -> list[Group]:
+    loads = orjson.loads
+    documents = [loads(line) for line in lines]
+    series_key, width = spec.series_key, spec.width
+    series = [document.pop(series_key) for document in documents]
+    if set(map(type, series)) != {str}:
+        raise _NotPlain("series")
+    time_field = spec.time_field
+    dates = [document[time_field]["$date"] for document in documents]
+    minutes, seconds_of = _minutes, _seconds
+    times = [minutes[date[:16]] + seconds_of[date[16:]] for date in dates]
+    grouped: defaultdict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
+    for key, document in zip([(s, t - t % width) for s, t in zip(series, times, strict=True)], documents, strict=True):
+        grouped[key].append(document)
+    return [_group(s, start, readings, spec) for (s, start), readings in grouped.items()]
+
+
+def _group(series: Any, start: float, readings: list[dict[str, Any]], spec: BucketSpec) -> Group:
+    low: list[Any] = []
+    high: list[Any] = []
+    for name in spec.measurements:
+        numbers = [v for r in readings if type(v := r.get(name)) is int or type(v) is float]
+        low.append(min(numbers) if numbers else None)
+        high.append(max(numbers) if numbers else None)
+    return Group(series, start, len(readings), orjson.dumps(readings)[1:-1], low, high)
+
+
+def _group_careful(lines: list[bytes], first_line: int, spec: BucketSpec, source: str) -> Chunk:
+    grouped: dict[Any, tuple[Any, float, list[dict[str, Any]]]] = {}
+    passthrough: list[bytes] = []
+    records = 0
+    for offset, line in enumerate(lines):
+        if not line.strip():
+            continue
+        records += 1
+        try:
+            document = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(
+                f"{source}:{first_line + offset}: not a valid Extended JSON document: {exc.msg} (column {exc.pos + 1})"
+            ) from None
+        if type(document) is not dict:
+            raise InputError(f"{source}:{first_line + offset}: expected a JSON object, found {type(document).__name__}")
+        series = document.get(spec.series_key)
+        seconds = epoch_of(document.get(spec.time_field))
+        if series is None or seconds is None:
+            passthrough.append(line.rstrip(b"\n"))
+            continue
+        del document[spec.series_key]
+        start = seconds - seconds % spec.width
+        key = (series_key_of(series), start)
+        if key not in grouped:
+            grouped[key] = (series, start, [])
+        grouped[key][2].append(document)
+    groups = [_group(series, start, readings, spec) for series, start, readings in grouped.values()]
+    return Chunk(first_line, len(lines), records, groups, passthrough)
+
+
+# -- across chunks -----------------------------------------------------------------------------------
+
+
+class _Bucket:
+    __slots__ = ("series", "start", "sequence", "count", "readings", "low", "high")
+
+    def __init__(self, series: Any, start: float, sequence: int, measurements: int) -> None:
+        self.series, self.start, self.sequence = series, start, sequence
+        self.count = 0
+        self.readings: list[bytes] = []
+        self.low: list[Any] = [None] * measurements
+        self.high: list[Any] = [None] * measurements
+
+    def take(self, count: int, readings: bytes, low: list[Any], high: list[Any]) -> None:
+        self.count += count
+        self.readings.append(readings)
+        for i, value in enumerate(low):
+            if value is not None and (self.low[i] is None or value < self.low[i]):
+                self.low[i] = value
+        for i, value in enumerate(high):
+            if value is not None and (self.high[i] is None or value > self.high[i]):
+                self.high[i] = value
+
+
+class BucketMerger:
+    """Turns chunk groups, taken in file order, into bucket documents written through ``write``.
+
+    A bucket holds one series' readings of one window, ``capacity`` at most: when it is full the next
+    reading opens the next sequence number (``_id.n``). Every :data:`CLOSE_EVERY_LINES` lines, windows
+    more than two windows behind the newest are written out, so memory holds the open windows only
+    (plus the last sequence number of every bucket key written, for readings that arrive late).
+    """
+
+    def __init__(self, spec: BucketSpec, write: Callable[[bytes], None]) -> None:
+        self.spec = spec
+        self._write = write
+        self.open: dict[tuple[Any, float], _Bucket] = {}
+        self.last_sequence: dict[tuple[Any, float], int] = {}
+        self.newest: float | None = None
+        self.read = self.passthrough = self.written = 0
+
+    def add(self, chunk: Chunk) -> None:
+        for line in chunk.passthrough:
+            self._write(line + b"\n")
+            self.passthrough += 1
+            self.written += 1
+        for group in chunk.groups:
+            self._add(group)
+        self.read += chunk.records
+        end = chunk.first_line - 1 + chunk.lines
+        if self.newest is not None and end % CLOSE_EVERY_LINES == 0:
+            self.close(self.newest - 2 * self.spec.width)
+
+    def _add(self, group: Group) -> None:
+        key = (series_key_of(group.series), group.start)
+        bucket = self.open.get(key)
+        if bucket is None:
+            bucket = self.open[key] = self._new(group.series, group.start, self.last_sequence.get(key, -1) + 1)
+        if bucket.count + group.count <= self.spec.capacity:
+            bucket.take(group.count, group.readings, group.low, group.high)
+        else:
+            self._overflow(key, bucket, group)
+        if self.newest is None or group.start > self.newest:
+            self.newest = group.start
+
+    def _overflow(self, key: tuple[Any, float], bucket: _Bucket, group: Group) -> None:
+        """Reading by reading: this group fills the open bucket and goes on in the next sequences."""
+        for reading in orjson.loads(b"[" + group.readings + b"]"):
+            if bucket.count >= self.spec.capacity:
+                self._emit(bucket)
+                bucket = self.open[key] = self._new(group.series, group.start, bucket.sequence + 1)
+            single = _group(group.series, group.start, [reading], self.spec)
+            bucket.take(1, single.readings, single.low, single.high)
+
+    def _new(self, series: Any, start: float, sequence: int) -> _Bucket:
+        return _Bucket(series, start, sequence, len(self.spec.measurements))
+
+    def close(self, older_than: float | None) -> None:
+        """Write out the buckets of windows that start before ``older_than`` (all of them with None)."""
+        for key in [k for k in self.open if older_than is None or k[1] < older_than]:
+            bucket = self.open.pop(key)
+            if bucket.count:
+                self._emit(bucket)
+            self.last_sequence[key] = bucket.sequence
+
+    def _emit(self, bucket: _Bucket) -> None:
+        spec = self.spec
+        began = date_json(bucket.start)
+        head = {
+            "_id": {"s": bucket.series, "w": began, "n": bucket.sequence},
+            spec.series_key: bucket.series,
+            "start": began,
+            "end": date_json(bucket.start + spec.width),
+            "count": bucket.count,
+            "min": {n: v for n, v in zip(spec.measurements, bucket.low, strict=True) if v is not None},
+            "max": {n: v for n, v in zip(spec.measurements, bucket.high, strict=True) if v is not None},
+        }
+        self._write(orjson.dumps(head)[:-1] + b',"readings":[' + b",".join(bucket.readings) + b"]}\n")
+        self.written += 1
+
+
+# -- the file, in parts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    start: int  # byte offset of its first line
+    first_line: int
+    lines: int | None  # None: to the end of the file
+
+
+def plan_parts(path: Path, parts: int) -> list[Part]:
+    """Cut a plain file into ``parts`` runs of whole chunks (one part when it is small or compressed)."""
+    size = path.stat().st_size
+    if parts < 2 or path.name.endswith(".gz") or size < MIN_PARALLEL_BYTES:
+        return [Part(0, 1, None)]
+    # The first part is read here, and this process also merges every part: it takes a smaller share.
+    first = int(size * PARENT_SHARE) // parts
+    cuts_at = [first + (size - first) * i // (parts - 1) for i in range(parts - 1)]
+    # Lines before each byte cut, rounded to whole chunks; then where those lines end.
+    lines_at = _newlines_before(path, cuts_at)
+    cuts = sorted({round(n / CHUNK_LINES) * CHUNK_LINES for n in lines_at} - {0})
+    offsets = _offsets_after_lines(path, cuts)
+    starts = [Part(0, 1, None)] + [
+        Part(offset, cut + 1, None) for cut, offset in zip(cuts, offsets, strict=False) if offset < size
+    ]
+    return [
+        Part(part.start, part.first_line, following.first_line - part.first_line)
+        for part, following in zip(starts, starts[1:], strict=False)
+    ] + [starts[-1]]
+
+
+def _newlines_before(path: Path, offsets: list[int]) -> list[int]:
+    """Newlines before each of ``offsets`` (ascending byte offsets)."""
+    counts: list[int] = []
+    position = seen = 0
+    with path.open("rb") as handle:
+        for offset in offsets:
+            while position < offset:
+                block = handle.read(min(1 << 20, offset - position))
+                if not block:
+                    break
+                seen += block.count(b"\n")
+                position += len(block)
+            counts.append(seen)
+    return counts
+
+
+def _offsets_after_lines(path: Path, counts: list[int]) -> list[int]:
+    """Byte offsets just after the ``count``-th newline, for each of ``counts`` (ascending; a count past
+    the end of the file gets no offset)."""
+    offsets: list[int] = []
+    position = seen = 0
+    wanted = iter(counts)
+    target = next(wanted, None)
+    with path.open("rb") as handle:
+        while target is not None:
+            block = handle.read(1 << 20)
+            if not block:
+                break
+            in_block = block.count(b"\n")
+            cursor = 0
+            while target is not None and seen + in_block >= target:
+                for _ in range(target - seen):
+                    cursor = block.index(b"\n", cursor) + 1
+                in_block -= target - seen
+                seen = target
+                offsets.append(position + cursor)
+                target = next(wanted, None)
+            seen += in_block
+            position += len(block)
+    return offsets
+
+
+def _chunks(handle: IO[bytes], part: Part, spec: BucketSpec, source: str) -> Iterator[Chunk]:
+    handle.seek(part.start)
+    line, remaining = part.first_line, part.lines
+    while remaining is None or remaining > 0:
+        lines = list(islice(handle, CHUNK_LINES if remaining is None else min(CHUNK_LINES, remaining)))
+        if not lines:
+            return
+        yield group_chunk(lines, line, spec, source)
+        line += len(lines)
+        if remaining is not None:
+            remaining -= len(lines)
+
+
+def _spill(handle: IO[bytes], chunk: Chunk) -> None:
+    groups = [[g.series, g.start, g.count, len(g.readings), g.low, g.high] for g in chunk.groups]
+    header = orjson.dumps([chunk.first_line, chunk.lines, chunk.records, groups, [len(p) for p in chunk.passthrough]])
+    payload = b"".join([g.readings for g in chunk.groups] + chunk.passthrough)
+    handle.write(_FRAME.pack(len(header), len(payload)) + header + payload)
+
+
+def _unspill(path: Path) -> Iterator[Chunk]:
+    with path.open("rb") as handle:
+        while frame := handle.read(_FRAME.size):
+            header_size, payload_size = _FRAME.unpack(frame)
+            header = orjson.loads(handle.read(header_size))
+            payload = handle.read(payload_size)
+            if type(header) is dict:
+                raise (InputError if header["kind"] == "input" else OperationFailed)(header["error"])
+            first_line, lines, records, group_rows, passthrough_sizes = header
+            groups, cursor = [], 0
+            for series, start, count, size, low, high in group_rows:
+                groups.append(Group(series, start, count, payload[cursor : cursor + size], low, high))
+                cursor += size
+            passthrough = []
+            for size in passthrough_sizes:
+                passthrough.append(payload[cursor : cursor + size])
+                cursor += size
+            yield Chunk(first_line, lines, records, groups, passthrough)
+
+
+def _group_part(path: str, part: Part, spec: BucketSpec, spill: str, parent: int) -> None:
+    """A worker process: group one part of the file into ``spill``; stops early if its parent is gone."""
+    with open(path, "rb") as handle, open(spill, "wb") as out:
+        try:
+            for chunk in _chunks(handle, part, spec, path):
+                _spill(out, chunk)
+                if os.getppid() != parent:
+                    return
+        except Exception as exc:  # reported by the parent, in file order, as one line
+            kind = "input" if isinstance(exc, InputError) else "failure"
+            message = orjson.dumps({"error": str(exc) or type(exc).__name__, "kind": kind})
+            out.write(_FRAME.pack(len(message), 0) + message)
+
+
+def bucket_file(
+    path: Path,
+    spec: BucketSpec,
+    write: Callable[[bytes], None],
+    workers: int = 1,
+    after_chunk: Callable[[int], None] | None = None,
+) -> BucketMerger:
+    """Bucket every reading of ``path`` and write the buckets (and documents without series or time, as
+    they were) through ``write``; ``after_chunk`` gets the documents read so far. Returns the merger,
+    whose counters say what was read and written."""
+    parts = plan_parts(path, workers)
+    merger = BucketMerger(spec, write)
+    spill_folder = Path(tempfile.mkdtemp(prefix="mongopat-buckets-")) if len(parts) > 1 else None
+    processes: list[tuple[Any, Path]] = []
+    # Nothing here makes reference cycles, and the collector's passes over the chunk's thousands of fresh
+    # documents cost about a sixth of the run: it is paused meanwhile (in the workers too, by inheritance).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if spill_folder is not None:
+            context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+            for number, part in enumerate(parts[1:], 1):
+                spill = spill_folder / f"part{number}"
+                process = context.Process(
+                    target=_group_part, args=(str(path), part, spec, str(spill), os.getpid()), daemon=True
+                )
+                process.start()
+                processes.append((process, spill))
+        with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as handle:
+            for chunk in _chunks(handle, parts[0], spec, str(path)):
+                merger.add(chunk)
+                if after_chunk is not None:
+                    after_chunk(merger.read)
+        for process, spill in processes:
+            process.join()
+            if process.exitcode != 0:
+                raise OperationFailed(f"a process bucketing {path.name} stopped (exit code {process.exitcode})")
+            for chunk in _unspill(spill):
+                merger.add(chunk)
+                if after_chunk is not None:
+                    after_chunk(merger.read)
+        merger.close(None)
+    finally:
+        if collecting:
+            gc.enable()
+        for process, _spill_path in processes:
+            if process.is_alive():
+                process.terminate()
+                process.join()
+        if spill_folder is not None:
+            shutil.rmtree(spill_folder, ignore_errors=True)
+    return merger
+
+
+# -- verification ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a bucket collection file holds: documents, readings in bucket documents, and lines that are
+    not a JSON object."""
+
+    documents: int = 0
+    readings: int = 0
+    malformed: int = 0
+
+
+def tally_buckets(path: Path, workers: int = 1) -> Tally:
+    """Count the documents of a mongoexport file and add up ``count`` over its bucket documents (those
+    with a ``readings`` array), reading byte ranges of the file on ``workers`` processes."""
+    if path.name.endswith(".gz") or path.stat().st_size < MIN_PARALLEL_BYTES:
+        ranges = [(0, None)]
+    else:
+        ranges = _line_ranges(path, workers)
+    parts = run_parallel([lambda start=start, end=end: _tally_range(path, start, end) for start, end in ranges])
+    return Tally(sum(p.documents for p in parts), sum(p.readings for p in parts), sum(p.malformed for p in parts))
+
+
+def _line_ranges(path: Path, parts: int) -> list[tuple[int, int | None]]:
+    size = path.stat().st_size
+    starts = [0]
+    with path.open("rb") as handle:
+        for i in range(1, parts):
+            handle.seek(max(starts[-1], size * i // parts))
+            handle.readline()
+            if handle.tell() < size:
+                starts.append(handle.tell())
+    return [(start, end) for start, end in zip(starts, [*starts[1:], None], strict=True)]
+
+
+def _tally_range(path: Path, start: int, end: int | None) -> Tally:
+    documents = readings = malformed = 0
+    loads = orjson.loads
+    with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as handle:
+        for line in _lines_between(handle, start, end):
+            if not line.strip():
+                continue
+            documents += 1
+            try:
+                document = loads(line)
+            except orjson.JSONDecodeError:
+                document = None
+            if type(document) is not dict:
+                malformed += 1
+            elif type(document.get("readings")) is list:
+                readings += _integer(document.get("count", 0))
+    return Tally(documents, readings, malformed)
+
+
+def _integer(value: Any) -> int:
+    """An integer as relaxed (``5``) or canonical (``{"$numberInt": "5"}``) Extended JSON writes it."""
+    if type(value) is int:
+        return value
+    if type(value) is dict and len(value) == 1:
+        text = value.get("$numberInt", value.get("$numberLong"))
+        if type(text) is str and text.lstrip("-").isdigit():
+            return int(text)
+    return 0
+
+
+def _lines_between(handle: IO[bytes], start: int, end: int | None) -> Iterator[bytes]:
+    """The lines from byte ``start`` (a line start) to ``end`` (a line start, or None: the end)."""
+    handle.seek(start)
+    if end is None:
+        yield from handle
+        return
+    remaining, carry = end - start, b""
+    while remaining > 0:
+        block = handle.read(min(1 << 20, remaining))
+        if not block:
+            break
+        remaining -= len(block)
+        lines = (carry + block).split(b"\n")
+        carry = lines.pop()
+        yield from lines
+    if carry:
+        yield carry
+
+
+def run_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
+    """Results of ``tasks``, the first run here and the others in forked processes at the same time
+    (one after the other where processes cannot be forked). Results travel back pickled: keep them small."""
+    if len(tasks) == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [task() for task in tasks]
+    context = multiprocessing.get_context("fork")
+    running = []
+    for task in tasks[1:]:
+        receiver, sender = context.Pipe(duplex=False)
+        process = context.Process(target=_send_result, args=(task, sender), daemon=True)
+        process.start()
+        sender.close()
+        running.append((process, receiver))
+    try:
+        results = [tasks[0]()]
+        for _process, receiver in running:
+            try:
+                ok, value = receiver.recv()
+            except EOFError:
+                raise OperationFailed("a worker process stopped without a result") from None
+            if not ok:
+                raise OperationFailed(f"a worker process failed: {value}")
+            results.append(value)
+        return results
+    finally:
+        for process, receiver in running:
+            receiver.close()
+            if process.is_alive():
+                process.terminate()
+            process.join()
+
+
+def _send_result(task: Callable[[], Any], sender: Any) -> None:
+    try:
+        result = (True, task())
+    except Exception as exc:
+        result = (False, str(exc) or type(exc).__name__)
+    sender.send(result)
+    sender.close()

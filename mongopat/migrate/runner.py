@@ -1,0 +1,224 @@
+"""What every backend's runner shares: the run options, the status of each migration, the pending list,
+the order of a rollback. The server runner (:mod:`mongopat.migrate.runtime`) and the dump-folder runner
+(:mod:`mongopat.migrate.dump_runtime`) implement the steps; neither this module nor the dump runner loads
+pymongo, so runs on a dump folder start quickly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mongopat.errors import InputError, OperationFailed
+from mongopat.migrate.script import Migration
+from mongopat.migrate.steps import Step
+from mongopat.migrate.transforms import Document, empty_aggregates, get_path, hashable_key
+
+
+@dataclass
+class RunOptions:
+    batch_size: int = 1000
+    lock_timeout: float = 30.0
+    lease_seconds: float = 60.0
+    dry_run: bool = False
+    # Called after each batch with (migration id, step index, documents done); tests inject faults here.
+    on_batch: Callable[[str, int, int], None] | None = None
+    # Called after each batch with (migration id, step index, documents done, documents in all or None).
+    progress: Callable[[str, int, int, int | None], None] | None = None
+    # Production: documents per second at most, replication lag to wait out, retries of transient faults.
+    max_docs_per_sec: float | None = None
+    max_lag: float | None = None
+    # Server: threads over disjoint _id ranges for document steps (None: one). Dump folder: processes
+    # bucketing one large JSON file (None: one per CPU, at most 4).
+    workers: int | None = None
+    write_concern: str = "majority"
+    retries: int = 8
+    retry_base: float = 0.2
+
+
+def initial_steps(migration: Migration) -> list[dict[str, Any]]:
+    """The changelog's progress record of every step before it runs (every backend uses the same keys)."""
+    return [
+        {"index": i, "step": s.name, "collection": s.collection, "state": "pending", "phase": None, "last_id": None,
+         "has_last": False, "read": 0, "written": 0, "stats": {}}
+        for i, s in enumerate(migration.steps)
+    ]  # fmt: skip
+
+
+class RunnerBase:
+    """What every backend's runner shares: the migrations, the changelog, status and the pending list."""
+
+    migrations: list[Migration]
+    changelog: Any
+    lock: Any
+    options: RunOptions
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def status(self) -> list[dict[str, Any]]:
+        entries = self.changelog.all()
+        rows = []
+        for migration in self.migrations:
+            entry = entries.pop(migration.id, None)
+            state = entry["state"] if entry else "pending"
+            if entry and state == "rolled_back":
+                state = "pending"
+            edited = bool(
+                entry and state in ("applied", "running", "failed") and entry.get("checksum") != migration.checksum
+            )
+            rows.append(
+                {
+                    "id": migration.id,
+                    "description": migration.description,
+                    "state": state,
+                    "edited": edited,
+                    "applied_at": entry.get("finished_at") if entry and state == "applied" else None,
+                    "read": entry.get("read") if entry else None,
+                    "written": entry.get("written") if entry else None,
+                    "duration_s": entry.get("duration_s") if entry else None,
+                    "error": entry.get("error") if entry else None,
+                }
+            )
+        for migration_id, entry in sorted(entries.items()):
+            if entry.get("state") != "rolled_back":
+                rows.append(
+                    {
+                        "id": migration_id,
+                        "description": entry.get("description", ""),
+                        "state": "missing-file",
+                        "edited": False,
+                        "applied_at": entry.get("finished_at"),
+                        "read": entry.get("read"),
+                        "written": entry.get("written"),
+                        "duration_s": entry.get("duration_s"),
+                        "error": None,
+                    }
+                )
+        return rows
+
+    def _refuse_edited(self) -> None:
+        edited = self._edited()
+        if edited:
+            raise OperationFailed(
+                f"applied migration(s) changed since they ran: {', '.join(edited)}",
+                hint="restore the file as it was, or run 'mongopat migrate down' past it before editing",
+            )
+
+    def verify(self, migration_id: str | None = None) -> dict[str, list[str]]:
+        """Re-check applied migrations (all, or one): ``{id: [problems]}``."""
+        applied = {k for k, v in self.changelog.all().items() if v.get("state") == "applied"}
+        chosen = [m for m in self.migrations if m.id in applied and (migration_id is None or m.id == migration_id)]
+        if migration_id is not None and not chosen:
+            raise InputError(f"{migration_id} is not an applied migration")
+        return {m.id: self.verify_migration(m) for m in chosen}
+
+    def verify_migration(self, migration: Migration) -> list[str]:
+        raise NotImplementedError
+
+    def _down_targets(self, to: str | None) -> list[Migration]:
+        """What ``down`` reverts: the last applied migration, every one after ``to``, or all (``base``)."""
+        entries = self.changelog.all()
+        applied = [m for m in self.migrations if entries.get(m.id, {}).get("state") in ("applied", "failed", "running")]
+        if to is None:
+            return applied[-1:]
+        if to == "base":
+            return applied
+        ids = [m.id for m in self.migrations]
+        if to not in ids:
+            raise InputError(
+                f"no migration {to!r} in the folder", hint="use an id from 'mongopat migrate status', or base"
+            )
+        return [m for m in applied if ids.index(m.id) > ids.index(to)]
+
+    def _edited(self) -> list[str]:
+        return [row["id"] for row in self.status() if row["edited"]]
+
+    # -- up --------------------------------------------------------------------------------------
+
+    def pending(self, to: str | None = None) -> list[Migration]:
+        entries = self.changelog.all()
+        if to is not None and to not in {m.id for m in self.migrations}:
+            raise InputError(f"no migration {to!r} in the folder")
+        chosen = []
+        for migration in self.migrations:
+            entry = entries.get(migration.id)
+            if not entry or entry.get("state") != "applied":
+                chosen.append(migration)
+            if migration.id == to:
+                break
+        return chosen
+
+    # -- down (every backend) ------------------------------------------------------------------
+
+    def down(self, to: str | None = None) -> list[str]:
+        """Revert the targets (see :meth:`_down_targets`) newest first, each step in reverse order."""
+        targets = self._down_targets(to)
+        if not targets:
+            return []
+        self.lock.acquire(self.options.lock_timeout)
+        try:
+            reverted = []
+            for migration in reversed(targets):
+                started = time.monotonic()
+                self.changelog.set(migration.id, state="running")
+                self._before_revert(migration)
+                entry = self.changelog.get(migration.id) or {}
+                for index in reversed(range(len(migration.steps))):
+                    state = (entry.get("steps") or [])[index] if entry.get("steps") else {}
+                    if state.get("state") == "pending" and not state.get("phase"):
+                        continue
+                    self._revert_step(migration.id, index, migration.steps[index], state)
+                    self.changelog.step(
+                        migration.id,
+                        index,
+                        state="pending",
+                        last_id=None,
+                        has_last=False,
+                        read=0,
+                        written=0,
+                        stats={},
+                        phase=None,
+                    )
+                self.changelog.finish(migration.id, "rolled_back", started)
+                reverted.append(migration.id)
+            return reverted
+        finally:
+            self.lock.release()
+
+    def _before_revert(self, migration: Migration) -> None:
+        """Backend hook, before a migration's steps are reverted."""
+
+    def _revert_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+def aggregate_in_python(rows: Any, step: Step) -> dict[Any, Document]:
+    """Per foreign key, the aggregates a pre_aggregation step computes, from rows read one by one."""
+    results: dict[Any, Document] = {}
+    counts: dict[Any, dict[str, int]] = {}
+    for row in rows:
+        key = hashable_key(get_path(row, step.params["foreign"]))
+        target = results.setdefault(key, empty_aggregates(step.params["compute"]))
+        seen = counts.setdefault(key, {})
+        for output, spec in step.params["compute"].items():
+            op, argument = next(iter(spec.items()))
+            if op == "count":
+                if argument is True or all(row.get(k) == v for k, v in argument.items()):
+                    target[output] += 1
+                continue
+            value = get_path(row, argument)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if op == "sum":
+                target[output] += value
+            elif op == "avg":
+                seen[output] = seen.get(output, 0) + 1
+                previous = target[output] or 0
+                target[output] = previous + (value - previous) / seen[output]
+            elif op == "min":
+                target[output] = value if target[output] is None else min(target[output], value)
+            elif op == "max":
+                target[output] = value if target[output] is None else max(target[output], value)
+    return results
