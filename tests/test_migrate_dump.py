@@ -360,3 +360,103 @@ def test_fast_and_decoded_bucketing_agree(tmp_path):
         (repr(b["_id"]), b["count"], b["min"], b["max"]) for b in DumpRunner(bson_data, []).files.read("readings")
     )
     assert fast == slow
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to look for leftover worker processes")
+def test_sigkill_during_a_parallel_bucket_migration_then_resume(tmp_path):
+    """A file large enough for worker processes: killed at random moments, the run leaves no worker
+    behind, and the next run removes the spill folder and ends byte-identical to an uninterrupted run."""
+    step = dict(BIG_STEPS[2], window_seconds=3600)
+
+    def big(folder: Path) -> Path:
+        data = folder / "iot"
+        data.mkdir(parents=True)
+        (data / "readings.json").write_text(
+            "".join(
+                json_util.dumps({"_id": ObjectId(f"{i:024x}"), "sensor": f"s{i % 40}", "ts": datetime.datetime(2026, 1, 1)
+                                 + datetime.timedelta(seconds=i), "v": i % 13 * 0.5, "note": "x" * 40}) + "\n"
+                for i in range(45_000)
+            )
+        )  # fmt: skip
+        assert (data / "readings.json").stat().st_size > 4 * 2**20  # above MIN_PARALLEL_BYTES
+        return data
+
+    migrations = write(tmp_path / "m", "0001_bucket", step)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+
+    def command(data: Path) -> list[str]:
+        return [sys.executable, "-m", "mongopat", "-q", "migrate", "up", "--dump", str(data), "--dir",
+                str(migrations), "--yes", "--workers", "2"]  # fmt: skip
+
+    reference = big(tmp_path / "reference")
+    started = time.monotonic()
+    subprocess.run(command(reference), env=env, check=True, capture_output=True)
+    duration = time.monotonic() - started  # start-up included: kills land anywhere in the process's life
+    expected = files(reference)
+    rng = random.Random(4)
+    interrupted = 0
+    for attempt in range(4):
+        data = big(tmp_path / f"kill{attempt}")
+        process = subprocess.Popen(command(data), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.4, 0.9) * duration)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        deadline = time.monotonic() + 10
+        while _processes_mentioning(str(data)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _processes_mentioning(str(data)), "a worker outlived its killed parent"
+        changelog = data / "mongopat_changelog.json"
+        text = changelog.read_text() if changelog.exists() else ""
+        interrupted += not text or json_util.loads(text.splitlines()[0])["state"] != "applied"
+        lock = data / "mongopat_lock.json"
+        if lock.exists():
+            held = json_util.loads(lock.read_text())
+            held["expires_at"] = utcnow() - datetime.timedelta(seconds=1)
+            lock.write_text(json_util.dumps(held))
+        snapshot = sorted(x.name for x in data.iterdir())
+        cl_before = text
+        result = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(migrations), "--yes"])
+        if result.exit_code != 0:
+            import orjson
+
+            print("FILES", snapshot)
+            print("CL BEFORE", cl_before)
+            print("CL AFTER", (data / "mongopat_changelog.json").read_text())
+            out = [orjson.loads(x) for x in (data / "readings.json").open("rb")]
+            print("DOCS", len(out), sum(d.get("count", 0) for d in out if "readings" in d))
+            print("ref", sum(1 for _ in (reference / "readings.json").open("rb")))
+        assert result.exit_code == 0, result.output
+        assert files(data) == expected, f"attempt {attempt}"
+        assert not list(data.glob(".mongopat-spill-*"))
+    assert interrupted >= 2  # most kills landed inside the run
+
+
+@pytest.mark.parametrize("name", ["bucket", "outlier", "computed"])
+def test_a_run_stopped_after_a_commit_but_before_marking_the_step_applied_resumes(tmp_path, name):
+    """The last moment of a step: its files are committed (phase done) but the step still says running.
+    The next run must take the step as done, not run it again on its own output."""
+    data = make_dump(tmp_path)
+    migrations = write(tmp_path / "m", "0001_m", STEPS[name])
+    make_runner(data, migrations).up()
+    expected = files(data)
+    changelog = data / "mongopat_changelog.json"
+    entry = json_util.loads(changelog.read_text().splitlines()[0])
+    assert entry["steps"][0]["phase"] == "done"
+    entry["state"] = entry["steps"][0]["state"] = "running"
+    changelog.write_text(json_util.dumps(entry) + "\n")
+    results = make_runner(data, migrations).up()
+    assert [r["state"] for r in results] == ["applied"]
+    assert files(data) == expected
+    assert make_runner(data, migrations).verify() == {"0001_m": []}

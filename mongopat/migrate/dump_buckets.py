@@ -24,6 +24,7 @@ import re
 import shutil
 import struct
 import tempfile
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,11 +35,13 @@ from typing import IO, Any
 import orjson
 
 from mongopat.errors import InputError, OperationFailed
+from mongopat.sources.extjson import decode_wrapper
 
 CHUNK_LINES = 1000
 CLOSE_EVERY_LINES = 10_000  # how often windows well behind the newest are closed and written
 MIN_PARALLEL_BYTES = 4 * 1024 * 1024  # below this, starting a second process costs more than it saves
 PARENT_SHARE = 0.8  # of an even share: merging and writing take about a fifth of the work
+SPILL_PREFIX = ".mongopat-spill-"
 _BOM = b"\xef\xbb\xbf"
 _FRAME = struct.Struct("<QQ")
 
@@ -88,7 +91,6 @@ class Chunk:
 # -- dates -------------------------------------------------------------------------------------------
 
 _EPOCH = datetime.datetime(1970, 1, 1)
-_UTC = datetime.timezone.utc
 _MINUTE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d\Z")
 _SECONDS = re.compile(r":([0-5]\d)(\.\d{1,9})?(?:Z|([+-])(\d\d):?(\d\d))\Z")
 
@@ -131,33 +133,47 @@ class _Seconds(dict):  # type: ignore[type-arg]
         return value
 
 
+class _Windows(dict):  # type: ignore[type-arg]
+    """``"2026-01-01T00:00"`` -> start of the window holding that minute, for windows of whole minutes."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.width = width
+
+    def __missing__(self, text: str) -> float:
+        minute = _minutes[text]
+        if len(self) > 100_000:
+            self.clear()
+        value = self[text] = minute - minute % self.width
+        return value
+
+
 _minutes = _Minutes()
 _seconds = _Seconds()
+_windows: dict[int, _Windows] = {}
+
+
+def _windows_of(width: int) -> _Windows:
+    if width not in _windows:
+        _windows[width] = _Windows(width)
+    return _windows[width]
 
 
 def epoch_of(value: Any) -> float | None:
-    """Seconds since the epoch of a relaxed or canonical ``$date`` (None for anything else)."""
-    if type(value) is not dict:
+    """Seconds since the epoch of a ``$date`` wrapper, relaxed or canonical; None when ``value`` is not
+    one (or is a date Python cannot hold). An invalid ``$date`` raises ValueError, as decoding does."""
+    if type(value) is not dict or len(value) != 1 or "$date" not in value:
         return None
-    date = value.get("$date")
+    date = value["$date"]
     if type(date) is str:
         try:
             return _minutes[date[:16]] + _seconds[date[16:]]
         except _NotPlain:
             pass
-        try:
-            if date.endswith("Z"):
-                return datetime.datetime.fromisoformat(date[:-1]).replace(tzinfo=_UTC).timestamp()
-            parsed = datetime.datetime.fromisoformat(date)
-        except ValueError:
-            return None
-        return (parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_UTC)).timestamp()
-    if type(date) is dict and "$numberLong" in date:
-        try:
-            return int(date["$numberLong"]) / 1000
-        except (TypeError, ValueError):
-            return None
-    return None
+    moment = decode_wrapper(value)  # the general decoder: every form it takes, the same errors
+    if not isinstance(moment, datetime.datetime):
+        return None
+    return (moment - _EPOCH).total_seconds()
 
 
 _dates: dict[float, dict[str, str]] = {}
@@ -209,10 +225,15 @@ def _group_plain(lines: list[bytes], spec: BucketSpec) -> list[Group]:
         raise _NotPlain("series")
     time_field = spec.time_field
     dates = [document[time_field]["$date"] for document in documents]
-    minutes, seconds_of = _minutes, _seconds
-    times = [minutes[date[:16]] + seconds_of[date[16:]] for date in dates]
+    if width % 60 == 0 and all(_seconds[tail] is not None and tail[-1] == "Z" for tail in {d[16:] for d in dates}):
+        # Windows of whole minutes, UTC times: the minute alone gives the window (one lookup a reading).
+        windows = _windows_of(width)
+        starts = [windows[date[:16]] for date in dates]
+    else:
+        minutes, seconds_of = _minutes, _seconds
+        starts = [t - t % width for t in [minutes[date[:16]] + seconds_of[date[16:]] for date in dates]]
     grouped: defaultdict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
-    for key, document in zip([(s, t - t % width) for s, t in zip(series, times, strict=True)], documents, strict=True):
+    for key, document in zip(zip(series, starts, strict=True), documents, strict=True):
         grouped[key].append(document)
     return [_group(s, start, readings, spec) for (s, start), readings in grouped.items()]
 
@@ -244,7 +265,10 @@ def _group_careful(lines: list[bytes], first_line: int, spec: BucketSpec, source
         if type(document) is not dict:
             raise InputError(f"{source}:{first_line + offset}: expected a JSON object, found {type(document).__name__}")
         series = document.get(spec.series_key)
-        seconds = epoch_of(document.get(spec.time_field))
+        try:
+            seconds = epoch_of(document.get(spec.time_field))
+        except ValueError as exc:
+            raise InputError(f"{source}:{first_line + offset}: not a valid Extended JSON document: {exc}") from None
         if series is None or seconds is None:
             passthrough.append(line.rstrip(b"\n"))
             continue
@@ -452,24 +476,48 @@ def _spill(handle: IO[bytes], chunk: Chunk) -> None:
     handle.write(_FRAME.pack(len(header), len(payload)) + header + payload)
 
 
-def _unspill(path: Path) -> Iterator[Chunk]:
+def _follow(path: Path, process: Any) -> Iterator[Chunk]:
+    """The chunks a worker spills, each as soon as it is whole, until the worker has exited and the
+    file is read to its end: merging them overlaps the worker's own grouping."""
+    buffer = bytearray()
     with path.open("rb") as handle:
-        while frame := handle.read(_FRAME.size):
-            header_size, payload_size = _FRAME.unpack(frame)
-            header = orjson.loads(handle.read(header_size))
-            payload = handle.read(payload_size)
-            if type(header) is dict:
-                raise (InputError if header["kind"] == "input" else OperationFailed)(header["error"])
-            first_line, lines, records, group_rows, passthrough_sizes = header
-            groups, cursor = [], 0
-            for series, start, count, size, low, high in group_rows:
-                groups.append(Group(series, start, count, payload[cursor : cursor + size], low, high))
-                cursor += size
-            passthrough = []
-            for size in passthrough_sizes:
-                passthrough.append(payload[cursor : cursor + size])
-                cursor += size
-            yield Chunk(first_line, lines, records, groups, passthrough)
+        while True:
+            finished = not process.is_alive()  # checked before reading: what it wrote is then all there
+            data = handle.read(1 << 20)
+            if data:
+                buffer += data
+                yield from _whole_frames(buffer)
+            elif finished:
+                break
+            else:
+                time.sleep(0.002)
+    process.join()
+    if buffer or process.exitcode != 0:
+        raise OperationFailed(f"a process bucketing {path.name} stopped (exit code {process.exitcode})")
+
+
+def _whole_frames(buffer: bytearray) -> Iterator[Chunk]:
+    """Chunks from the whole frames at the front of ``buffer``, which loses them."""
+    while len(buffer) >= _FRAME.size:
+        header_size, payload_size = _FRAME.unpack_from(buffer)
+        end = _FRAME.size + header_size + payload_size
+        if len(buffer) < end:
+            return
+        header = orjson.loads(bytes(buffer[_FRAME.size : _FRAME.size + header_size]))
+        payload = bytes(buffer[_FRAME.size + header_size : end])
+        del buffer[:end]
+        if type(header) is dict:
+            raise (InputError if header["kind"] == "input" else OperationFailed)(header["error"])
+        first_line, lines, records, group_rows, passthrough_sizes = header
+        groups, cursor = [], 0
+        for series, start, count, size, low, high in group_rows:
+            groups.append(Group(series, start, count, payload[cursor : cursor + size], low, high))
+            cursor += size
+        passthrough = []
+        for size in passthrough_sizes:
+            passthrough.append(payload[cursor : cursor + size])
+            cursor += size
+        yield Chunk(first_line, lines, records, groups, passthrough)
 
 
 def _group_part(path: str, part: Part, spec: BucketSpec, spill: str, parent: int) -> None:
@@ -478,6 +526,7 @@ def _group_part(path: str, part: Part, spec: BucketSpec, spill: str, parent: int
         try:
             for chunk in _chunks(handle, part, spec, path):
                 _spill(out, chunk)
+                out.flush()  # whole frames reach the file as they are made: the parent follows it
                 if os.getppid() != parent:
                     return
         except Exception as exc:  # reported by the parent, in file order, as one line
@@ -492,13 +541,15 @@ def bucket_file(
     write: Callable[[bytes], None],
     workers: int = 1,
     after_chunk: Callable[[int], None] | None = None,
+    spill_in: Path | None = None,
 ) -> BucketMerger:
     """Bucket every reading of ``path`` and write the buckets (and documents without series or time, as
-    they were) through ``write``; ``after_chunk`` gets the documents read so far. Returns the merger,
-    whose counters say what was read and written."""
+    they were) through ``write``; ``after_chunk`` gets the documents read so far. The workers' chunks
+    wait in a folder made in ``spill_in`` (default: the system's temporary folder) whose name starts with
+    :data:`SPILL_PREFIX`. Returns the merger, whose counters say what was read and written."""
     parts = plan_parts(path, workers)
     merger = BucketMerger(spec, write)
-    spill_folder = Path(tempfile.mkdtemp(prefix="mongopat-buckets-")) if len(parts) > 1 else None
+    spill_folder = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=spill_in)) if len(parts) > 1 else None
     processes: list[tuple[Any, Path]] = []
     # Nothing here makes reference cycles, and the collector's passes over the chunk's thousands of fresh
     # documents cost about a sixth of the run: it is paused meanwhile (in the workers too, by inheritance).
@@ -509,6 +560,7 @@ def bucket_file(
             context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
             for number, part in enumerate(parts[1:], 1):
                 spill = spill_folder / f"part{number}"
+                spill.touch()  # there to follow before the worker opens it
                 process = context.Process(
                     target=_group_part, args=(str(path), part, spec, str(spill), os.getpid()), daemon=True
                 )
@@ -520,10 +572,7 @@ def bucket_file(
                 if after_chunk is not None:
                     after_chunk(merger.read)
         for process, spill in processes:
-            process.join()
-            if process.exitcode != 0:
-                raise OperationFailed(f"a process bucketing {path.name} stopped (exit code {process.exitcode})")
-            for chunk in _unspill(spill):
+            for chunk in _follow(spill, process):
                 merger.add(chunk)
                 if after_chunk is not None:
                     after_chunk(merger.read)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import gzip
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from bson import json_util
 from mongopat import __version__
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LeaseLock, host_name, new_entry, utcnow
-from mongopat.migrate.dump_buckets import BucketSpec, Tally, bucket_file, run_parallel, tally_buckets
+from mongopat.migrate.dump_buckets import SPILL_PREFIX, BucketSpec, Tally, bucket_file, run_parallel, tally_buckets
 from mongopat.migrate.gentle import Throttle
 from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
 from mongopat.migrate.script import Migration
@@ -274,6 +275,8 @@ class DumpRunner(RunnerBase):
         self.lock.acquire(self.options.lock_timeout)
         try:
             self.changelog = FileChangelog(self.folder)  # read again under the lock
+            for leftover in self.folder.glob(f"{SPILL_PREFIX}*"):  # from a run that was killed
+                shutil.rmtree(leftover, ignore_errors=True)
             return [self._apply(m) for m in self.pending(to)]
         finally:
             self.lock.release()
@@ -321,6 +324,8 @@ class DumpRunner(RunnerBase):
         return [step.collection, *step.created_collections()]
 
     def _run_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        if state.get("phase") == "done":
+            return  # committed by a run that stopped before it could mark the step applied
         if step.name in ("create_index", "drop_index", "rename_collection"):
             self._metadata_step(migration_id, index, step, state)
             return
@@ -476,6 +481,7 @@ class DumpRunner(RunnerBase):
             write,
             workers=self._processes(),
             after_chunk=lambda read: self._hook(migration_id, index, read),
+            spill_in=self.folder,
         )
         out.count += merger.written
         return merger.read, {"passthrough": merger.passthrough}
