@@ -261,6 +261,28 @@ def test_the_file_lock(tmp_path):
     assert not (data / "mongopat_lock.json").exists()
 
 
+def test_a_step_longer_than_the_lease_keeps_its_lock(tmp_path):
+    """The lease is renewed while a step runs, so a second run cannot take over a long first one."""
+    data = _big_dump(tmp_path)
+    migrations = write(tmp_path / "m", "0001_m", BIG_STEPS[0])
+    attempts: list[bool] = []
+
+    def slow(migration_id: str, index: int, done: int) -> None:
+        time.sleep(0.01)
+        if done == 12_000:  # well past the first lease of 0.5 s
+            other = make_runner(data, migrations, lock_timeout=0)
+            try:
+                other.lock.acquire(0)
+                attempts.append(True)
+            except OperationFailed:
+                attempts.append(False)
+
+    started = time.monotonic()
+    make_runner(data, migrations, lease_seconds=0.5, batch_size=100, on_batch=slow).up()
+    assert time.monotonic() - started > 1.0
+    assert attempts == [False]
+
+
 def test_bookkeeping_files_are_not_collections(tmp_path):
     data = make_dump(tmp_path)
     make_runner(data, write(tmp_path / "m", "0001_m", STEPS["computed"])).up()

@@ -264,6 +264,7 @@ class DumpRunner(RunnerBase):
         self.changelog = FileChangelog(folder)
         self.lock = FileLock(folder, self.options.lease_seconds)
         self._total: int | None = None
+        self._renewed = time.monotonic()
         self.throttle = Throttle(self.options.max_docs_per_sec)
 
     # -- up --------------------------------------------------------------------------------------
@@ -273,6 +274,7 @@ class DumpRunner(RunnerBase):
         if self.options.dry_run:
             return [self._dry_run(m) for m in self.pending(to)]
         self.lock.acquire(self.options.lock_timeout)
+        self._renewed = time.monotonic()
         try:
             self.changelog = FileChangelog(self.folder)  # read again under the lock
             for leftover in self.folder.glob(f"{SPILL_PREFIX}*"):  # from a run that was killed
@@ -411,9 +413,13 @@ class DumpRunner(RunnerBase):
         return read, sum(w.count for w in writers.values()), stats
 
     def _hook(self, migration_id: str, index: int, done: int) -> None:
-        """Progress, and the place tests inject faults (between batches and between commit renames)."""
+        """Progress, the lease, and the place tests inject faults (between batches and commit renames)."""
         if done >= 0:
             self.throttle.after(done)
+            now = time.monotonic()
+            if now - self._renewed > self.lock.lease.total_seconds() / 4:  # a long step keeps its lock
+                self.lock.renew()
+                self._renewed = now
         if self.options.progress is not None and done >= 0:
             self.options.progress(migration_id, index, done, self._total)
         if self.options.on_batch is not None:
