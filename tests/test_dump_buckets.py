@@ -223,7 +223,7 @@ def test_tally_in_parts_counts_what_one_process_counts(tmp_path, monkeypatch):
     path.write_bytes(b"".join(lines))
     one = tally_buckets(path, 1)
     assert one == tally_buckets(path, 3)
-    assert one.documents == 4001 and one.malformed == 1
+    assert one.documents == 4001 and one.malformed == 1 and one.miscounted == 1
     assert one.readings == sum(i % 5 for i in range(4000)) - (100 % 5) - (3000 % 5) + 7
 
 

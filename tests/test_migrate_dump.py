@@ -482,3 +482,23 @@ def test_a_run_stopped_after_a_commit_but_before_marking_the_step_applied_resume
     assert [r["state"] for r in results] == ["applied"]
     assert files(data) == expected
     assert make_runner(data, migrations).verify() == {"0001_m": []}
+
+
+def test_verify_finds_a_bucket_file_that_was_tampered_with(tmp_path):
+    data = make_dump(tmp_path)
+    migrations = write(tmp_path / "m", "0001_b", STEPS["bucket"])
+    make_runner(data, migrations).up()
+    assert make_runner(data, migrations).verify() == {"0001_b": []}
+    lines = (data / "readings.json").read_bytes().splitlines(keepends=True)
+    bucket = json_util.loads(lines[0])
+    bucket["readings"] = bucket["readings"][1:]  # a reading lost, the count left as it was
+    lines[0] = json_util.dumps(bucket).encode() + b"\n"
+    (data / "readings.json").write_bytes(b"".join(lines))
+    problems = make_runner(data, migrations).verify()["0001_b"]
+    assert problems == ["readings: 1 bucket(s) whose count is not their readings"]
+    bucket["count"] -= 1
+    lines[0] = json_util.dumps(bucket).encode() + b"\n"
+    (data / "readings.json").write_bytes(b"".join(lines[:-1]) + b"not json\n")
+    problems = make_runner(data, migrations).verify()["0001_b"]
+    assert any("not JSON documents" in p for p in problems)
+    assert any("buckets hold" in p for p in problems)

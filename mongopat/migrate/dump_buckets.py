@@ -27,7 +27,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from itertools import islice
 from pathlib import Path
 from typing import IO, Any
@@ -594,12 +594,13 @@ def bucket_file(
 
 @dataclass(frozen=True)
 class Tally:
-    """What a bucket collection file holds: documents, readings in bucket documents, and lines that are
-    not a JSON object."""
+    """What a bucket collection file holds: documents, readings in bucket documents (by their ``count``),
+    lines that are not a JSON object, and buckets whose ``count`` is not the length of their readings."""
 
     documents: int = 0
     readings: int = 0
     malformed: int = 0
+    miscounted: int = 0
 
 
 def tally_buckets(path: Path, workers: int = 1) -> Tally:
@@ -610,7 +611,7 @@ def tally_buckets(path: Path, workers: int = 1) -> Tally:
     else:
         ranges = _line_ranges(path, workers)
     parts = run_parallel([lambda start=start, end=end: _tally_range(path, start, end) for start, end in ranges])
-    return Tally(sum(p.documents for p in parts), sum(p.readings for p in parts), sum(p.malformed for p in parts))
+    return Tally(*(sum(p[i] for p in map(astuple, parts)) for i in range(4)))
 
 
 def _line_ranges(path: Path, parts: int) -> list[tuple[int, int | None]]:
@@ -626,7 +627,7 @@ def _line_ranges(path: Path, parts: int) -> list[tuple[int, int | None]]:
 
 
 def _tally_range(path: Path, start: int, end: int | None) -> Tally:
-    documents = readings = malformed = 0
+    documents = readings = malformed = miscounted = 0
     loads = orjson.loads
     with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as handle:
         for line in _lines_between(handle, start, end):
@@ -639,9 +640,11 @@ def _tally_range(path: Path, start: int, end: int | None) -> Tally:
                 document = None
             if type(document) is not dict:
                 malformed += 1
-            elif type(document.get("readings")) is list:
-                readings += _integer(document.get("count", 0))
-    return Tally(documents, readings, malformed)
+            elif type(found := document.get("readings")) is list:
+                count = _integer(document.get("count", 0))
+                readings += count
+                miscounted += count != len(found)
+    return Tally(documents, readings, malformed, miscounted)
 
 
 def _integer(value: Any) -> int:

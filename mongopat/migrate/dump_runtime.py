@@ -627,6 +627,10 @@ class DumpRunner(RunnerBase):
                 if tally is not None:
                     if tally.malformed:
                         problems.append(f"{step.collection}: {tally.malformed} line(s) are not JSON documents")
+                    if tally.miscounted:
+                        problems.append(
+                            f"{step.collection}: {tally.miscounted} bucket(s) whose count is not their readings"
+                        )
                     total = tally.readings
                 else:
                     total = sum(
