@@ -13,14 +13,12 @@ import pytest
 from bson import ObjectId, json_util
 
 import mongopat.migrate.dump_buckets as dump_buckets
-from mongopat.errors import InputError, OperationFailed
+from mongopat.errors import InputError
 from mongopat.migrate.dump_buckets import (
     BucketSpec,
     bucket_file,
     epoch_of,
     group_chunk,
-    plan_parts,
-    run_parallel,
     tally_buckets,
 )
 from mongopat.migrate.steps import build_step
@@ -165,24 +163,6 @@ def test_workers_write_the_same_bytes(tmp_path, monkeypatch):
     assert len({orjson.dumps(b["_id"]) for b in buckets}) == len(buckets)  # sequences, never the same id
 
 
-def test_parts_start_on_chunk_lines(tmp_path):
-    path = tmp_path / "r.json"
-    path.write_bytes(b"".join(f'{{"i": {i}, "pad": "{"x" * (i % 50)}"}}\n'.encode() for i in range(150_000)))
-    data = path.read_bytes()
-    for count in (2, 3, 4):
-        parts = plan_parts(path, count)
-        assert len(parts) == count and parts[0].start == 0 and parts[-1].lines is None
-        for part, following in zip(parts, parts[1:], strict=False):
-            assert part.first_line + part.lines == following.first_line
-        for part in parts[1:]:
-            assert (part.first_line - 1) % dump_buckets.CHUNK_LINES == 0
-            assert data[part.start - 1 : part.start] == b"\n"
-            assert data[: part.start].count(b"\n") == part.first_line - 1
-    small = tmp_path / "small.json"
-    small.write_bytes(b'{"a": 1}\n')
-    assert plan_parts(small, 4) == [dump_buckets.Part(0, 1, None)]
-
-
 def test_a_bad_line_in_a_worker_part_is_reported_with_its_line(tmp_path, monkeypatch):
     monkeypatch.setattr(dump_buckets, "MIN_PARALLEL_BYTES", 0)
     lines = reading_lines(random.Random(1), 6000, odd=False)
@@ -225,16 +205,6 @@ def test_tally_in_parts_counts_what_one_process_counts(tmp_path, monkeypatch):
     assert one == tally_buckets(path, 3)
     assert one.documents == 4001 and one.malformed == 1 and one.miscounted == 1
     assert one.readings == sum(i % 5 for i in range(4000)) - (100 % 5) - (3000 % 5) + 7
-
-
-def test_run_parallel_returns_results_in_order_and_reports_failures():
-    assert run_parallel([lambda: 1, lambda: "two", lambda: [3]]) == [1, "two", [3]]
-
-    def fails() -> None:
-        raise ValueError("no disk")
-
-    with pytest.raises(OperationFailed, match="no disk"):
-        run_parallel([lambda: 1, fails])
 
 
 def test_windows_left_behind_are_closed_and_late_readings_open_the_next_sequence():
