@@ -226,7 +226,10 @@ def _group_plain(lines: list[bytes], spec: BucketSpec) -> list[Group]:
         raise _NotPlain("series")
     time_field = spec.time_field
     dates = [document[time_field]["$date"] for document in documents]
-    if width % 60 == 0 and all(_seconds[tail] is not None and tail[-1] == "Z" for tail in {d[16:] for d in dates}):
+    tails = {date[16:] for date in dates}  # ":SS.fffZ", checked once each
+    for tail in tails:
+        _seconds[tail]  # raises _NotPlain for anything but seconds and a zone
+    if width % 60 == 0 and all(tail[-1] == "Z" for tail in tails):
         # Windows of whole minutes, UTC times: the minute alone gives the window (one lookup a reading).
         windows = _windows_of(width)
         starts = [windows[date[:16]] for date in dates]
