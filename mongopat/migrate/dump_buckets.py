@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import astuple, dataclass
 from itertools import islice
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
@@ -149,6 +150,8 @@ class _Windows(dict):  # type: ignore[type-arg]
         return value
 
 
+_MINUTE_OF = itemgetter(slice(0, 16))  # "2026-01-01T00:00:02Z" -> "2026-01-01T00:00"
+_NUMBERS = {int, float}
 _minutes = _Minutes()
 _seconds = _Seconds()
 _windows: dict[int, _Windows] = {}
@@ -218,8 +221,8 @@ def group_chunk(lines: list[bytes], first_line: int, spec: BucketSpec, source: s
 
 
 def _group_plain(lines: list[bytes], spec: BucketSpec) -> list[Group]:
-    loads = orjson.loads
-    documents = [loads(line) for line in lines]
+    # One parse of the whole chunk as an array (a blank or broken line fails it: the careful path follows).
+    documents = orjson.loads(b"[" + b",".join(lines) + b"]")
     series_key, width = spec.series_key, spec.width
     series = [document.pop(series_key) for document in documents]
     if set(map(type, series)) != {str}:
@@ -231,8 +234,7 @@ def _group_plain(lines: list[bytes], spec: BucketSpec) -> list[Group]:
         _seconds[tail]  # raises _NotPlain for anything but seconds and a zone
     if width % 60 == 0 and all(tail[-1] == "Z" for tail in tails):
         # Windows of whole minutes, UTC times: the minute alone gives the window (one lookup a reading).
-        windows = _windows_of(width)
-        starts = [windows[date[:16]] for date in dates]
+        starts = list(map(_windows_of(width).__getitem__, map(_MINUTE_OF, dates)))
     else:
         minutes, seconds_of = _minutes, _seconds
         starts = [t - t % width for t in [minutes[date[:16]] + seconds_of[date[16:]] for date in dates]]
@@ -246,7 +248,9 @@ def _group(series: Any, start: float, readings: list[dict[str, Any]], spec: Buck
     low: list[Any] = []
     high: list[Any] = []
     for name in spec.measurements:
-        numbers = [v for r in readings if type(v := r.get(name)) is int or type(v) is float]
+        numbers = [r.get(name) for r in readings]
+        if not set(map(type, numbers)) <= _NUMBERS:  # bool, strings, missing values...: not measured
+            numbers = [v for v in numbers if type(v) is int or type(v) is float]
         low.append(min(numbers) if numbers else None)
         high.append(max(numbers) if numbers else None)
     return Group(series, start, len(readings), orjson.dumps(readings)[1:-1], low, high)
