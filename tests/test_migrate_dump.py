@@ -384,6 +384,21 @@ def test_fast_and_decoded_bucketing_agree(tmp_path):
     assert fast == slow
 
 
+def _parallel_dump(folder: Path) -> Path:
+    """Readings in a file large enough for the bucket step's worker processes."""
+    data = folder / "iot"
+    data.mkdir(parents=True)
+    (data / "readings.json").write_text(
+        "".join(
+            json_util.dumps({"_id": ObjectId(f"{i:024x}"), "sensor": f"s{i % 40}", "ts": datetime.datetime(2026, 1, 1)
+                             + datetime.timedelta(seconds=i), "v": i % 13 * 0.5, "note": "x" * 40}) + "\n"
+            for i in range(45_000)
+        )
+    )  # fmt: skip
+    assert (data / "readings.json").stat().st_size > 4 * 2**20  # above MIN_PARALLEL_BYTES
+    return data
+
+
 def _processes_mentioning(text: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -401,19 +416,7 @@ def test_sigkill_during_a_parallel_bucket_migration_then_resume(tmp_path):
     """A file large enough for worker processes: killed at random moments, the run leaves no worker
     behind, and the next run removes the spill folder and ends byte-identical to an uninterrupted run."""
     step = dict(BIG_STEPS[2], window_seconds=3600)
-
-    def big(folder: Path) -> Path:
-        data = folder / "iot"
-        data.mkdir(parents=True)
-        (data / "readings.json").write_text(
-            "".join(
-                json_util.dumps({"_id": ObjectId(f"{i:024x}"), "sensor": f"s{i % 40}", "ts": datetime.datetime(2026, 1, 1)
-                                 + datetime.timedelta(seconds=i), "v": i % 13 * 0.5, "note": "x" * 40}) + "\n"
-                for i in range(45_000)
-            )
-        )  # fmt: skip
-        assert (data / "readings.json").stat().st_size > 4 * 2**20  # above MIN_PARALLEL_BYTES
-        return data
+    big = _parallel_dump
 
     migrations = write(tmp_path / "m", "0001_bucket", step)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
@@ -502,3 +505,27 @@ def test_verify_finds_a_bucket_file_that_was_tampered_with(tmp_path):
     problems = make_runner(data, migrations).verify()["0001_b"]
     assert any("not JSON documents" in p for p in problems)
     assert any("buckets hold" in p for p in problems)
+
+
+def test_ctrl_c_during_a_parallel_bucket_migration_prints_one_line(tmp_path):
+    """Ctrl-C reaches the whole process group, workers included: one line, exit 130, and the next run
+    completes the migration."""
+    migrations = write(tmp_path / "m", "0001_bucket", dict(BIG_STEPS[2], window_seconds=3600))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    for attempt, delay in enumerate((0.4, 0.6)):
+        data = _parallel_dump(tmp_path / f"int{attempt}")
+        command = [sys.executable, "-m", "mongopat", "migrate", "up", "--dump", str(data), "--dir", str(migrations),
+                   "--yes", "--workers", "2"]  # fmt: skip
+        process = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        )
+        time.sleep(delay)
+        os.killpg(process.pid, signal.SIGINT)
+        _out, err = process.communicate(timeout=30)
+        if process.returncode == 0:
+            continue  # finished before the signal
+        assert process.returncode == 130, err
+        assert err.decode().strip() == "interrupted"
+        result = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(migrations), "--yes"])
+        assert result.exit_code == 0, result.output
+        assert not list(data.glob(".mongopat-spill-*"))

@@ -467,6 +467,8 @@ def _group_part(path: str, part: Part, spec: BucketSpec, spill: str, parent: int
                 out.flush()  # whole frames reach the file as they are made: the parent follows it
                 if os.getppid() != parent:
                     return
+        except KeyboardInterrupt:
+            return  # Ctrl-C reaches the whole process group: the parent reports it and cleans up
         except Exception as exc:  # reported by the parent, in file order, as one line
             kind = "input" if isinstance(exc, InputError) else "failure"
             message = orjson.dumps({"error": str(exc) or type(exc).__name__, "kind": kind})

@@ -152,6 +152,8 @@ def run_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
 def _send_result(task: Callable[[], Any], sender: Any) -> None:
     try:
         result = (True, task())
+    except KeyboardInterrupt:
+        return  # Ctrl-C reaches the whole process group: the parent reports it
     except Exception as exc:
         result = (False, str(exc) or type(exc).__name__)
     sender.send(result)
