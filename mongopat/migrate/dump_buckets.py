@@ -36,7 +36,14 @@ from typing import IO, Any
 import orjson
 
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.file_parts import Part, line_ranges, lines_between, plan_parts, run_parallel
+from mongopat.migrate.file_parts import (
+    Part,
+    line_ranges,
+    lines_between,
+    plan_parts,
+    run_parallel,
+    start_without_ctrl_c,
+)
 from mongopat.sources.extjson import decode_wrapper
 
 CHUNK_LINES = 1000
@@ -460,15 +467,17 @@ def _whole_frames(buffer: bytearray) -> Iterator[Chunk]:
 
 def _group_part(path: str, part: Part, spec: BucketSpec, spill: str, parent: int) -> None:
     """A worker process: group one part of the file into ``spill``; stops early if its parent is gone."""
-    with open(path, "rb") as handle, open(spill, "wb") as out:
+    try:
+        out = open(spill, "r+b")  # noqa: SIM115 - closed below
+    except OSError:
+        return  # the parent stopped and cleared the spill folder before this process began
+    with open(path, "rb") as handle, out:
         try:
             for chunk in _chunks(handle, part, spec, path):
                 _spill(out, chunk)
                 out.flush()  # whole frames reach the file as they are made: the parent follows it
                 if os.getppid() != parent:
                     return
-        except KeyboardInterrupt:
-            return  # Ctrl-C reaches the whole process group: the parent reports it and cleans up
         except Exception as exc:  # reported by the parent, in file order, as one line
             kind = "input" if isinstance(exc, InputError) else "failure"
             message = orjson.dumps({"error": str(exc) or type(exc).__name__, "kind": kind})
@@ -504,8 +513,8 @@ def bucket_file(
                 process = context.Process(
                     target=_group_part, args=(str(path), part, spec, str(spill), os.getpid()), daemon=True
                 )
-                process.start()
-                processes.append((process, spill))
+                processes.append((process, spill))  # before it starts: an interruption now still stops it
+                start_without_ctrl_c(process)
         with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as handle:
             for chunk in _chunks(handle, parts[0], spec, str(path)):
                 merger.add(chunk)

@@ -4,6 +4,7 @@ processes. Used by the bucket step on mongoexport files and by its verification.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,20 @@ def lines_between(handle: IO[bytes], start: int, end: int | None) -> Iterator[by
         yield carry
 
 
+def start_without_ctrl_c(process: Any) -> None:
+    """Start ``process`` with SIGINT blocked in it. Ctrl-C reaches every process of the terminal's group:
+    blocked in the workers, it interrupts only this process, which stops them; a worker interrupted at
+    any moment (even while forking) could otherwise print a traceback or unwind this process's stack."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows
+        process.start()
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a Ctrl-C that came meanwhile is delivered now
+
+
 def run_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
     """Results of ``tasks``, the first run here and the others in forked processes at the same time
     (one after the other where processes cannot be forked). Results travel back pickled: keep them small."""
@@ -127,7 +142,7 @@ def run_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
     for task in tasks[1:]:
         receiver, sender = context.Pipe(duplex=False)
         process = context.Process(target=_send_result, args=(task, sender), daemon=True)
-        process.start()
+        start_without_ctrl_c(process)
         sender.close()
         running.append((process, receiver))
     try:
@@ -152,8 +167,6 @@ def run_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
 def _send_result(task: Callable[[], Any], sender: Any) -> None:
     try:
         result = (True, task())
-    except KeyboardInterrupt:
-        return  # Ctrl-C reaches the whole process group: the parent reports it
     except Exception as exc:
         result = (False, str(exc) or type(exc).__name__)
     sender.send(result)
