@@ -206,11 +206,13 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
     duration = time.monotonic() - started  # the process's whole life: kills land anywhere in it
     expected = files(reference)
     rng = random.Random(9)
-    interrupted = 0
-    for attempt in range(4):
+    interrupted, scale = 0, 1.0
+    for attempt in range(8):
+        if interrupted == 4:
+            break
         data = _big_dump(tmp_path / f"kill{attempt}")
         process = subprocess.Popen(command(data), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.35, 0.95) * duration)
+        time.sleep(rng.uniform(0.35, 0.95) * duration * scale)
         process.send_signal(signal.SIGKILL)
         process.wait()
         changelog = data / "mongopat_changelog.json"
@@ -220,6 +222,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
             else "none"
         )
         interrupted += state != "applied"
+        scale *= 1.0 if state != "applied" else 0.7  # the run ended first: this machine is fast now
         lock = data / "mongopat_lock.json"
         if lock.exists():  # the killed run's lease: expire it rather than wait 60 s
             held = json_util.loads(lock.read_text())
@@ -229,7 +232,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
         assert result.exit_code == 0, result.output
         assert files(data) == expected, f"attempt {attempt}"
         shutil.rmtree(data.parent)
-    assert interrupted >= 2  # most kills landed inside the run, not after it
+    assert interrupted >= 3  # the kills landed inside the run, not after it
 
 
 def test_the_file_lock(tmp_path):
@@ -421,11 +424,13 @@ def test_sigkill_during_a_parallel_bucket_migration_then_resume(tmp_path):
     duration = time.monotonic() - started  # start-up included: kills land anywhere in the process's life
     expected = files(reference)
     rng = random.Random(4)
-    interrupted = 0
-    for attempt in range(4):
+    interrupted, scale = 0, 1.0
+    for attempt in range(8):
+        if interrupted == 3:
+            break
         data = big(tmp_path / f"kill{attempt}")
         process = subprocess.Popen(command(data), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.4, 0.9) * duration)
+        time.sleep(rng.uniform(0.4, 0.9) * duration * scale)
         process.send_signal(signal.SIGKILL)
         process.wait()
         deadline = time.monotonic() + 10
@@ -434,28 +439,19 @@ def test_sigkill_during_a_parallel_bucket_migration_then_resume(tmp_path):
         assert not _processes_mentioning(str(data)), "a worker outlived its killed parent"
         changelog = data / "mongopat_changelog.json"
         text = changelog.read_text() if changelog.exists() else ""
-        interrupted += not text or json_util.loads(text.splitlines()[0])["state"] != "applied"
+        finished = bool(text) and json_util.loads(text.splitlines()[0])["state"] == "applied"
+        interrupted += not finished
+        scale *= 0.7 if finished else 1.0  # the run ended first: this machine is fast now
         lock = data / "mongopat_lock.json"
         if lock.exists():
             held = json_util.loads(lock.read_text())
             held["expires_at"] = utcnow() - datetime.timedelta(seconds=1)
             lock.write_text(json_util.dumps(held))
-        snapshot = sorted(x.name for x in data.iterdir())
-        cl_before = text
         result = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(migrations), "--yes"])
-        if result.exit_code != 0:
-            import orjson
-
-            print("FILES", snapshot)
-            print("CL BEFORE", cl_before)
-            print("CL AFTER", (data / "mongopat_changelog.json").read_text())
-            out = [orjson.loads(x) for x in (data / "readings.json").open("rb")]
-            print("DOCS", len(out), sum(d.get("count", 0) for d in out if "readings" in d))
-            print("ref", sum(1 for _ in (reference / "readings.json").open("rb")))
         assert result.exit_code == 0, result.output
         assert files(data) == expected, f"attempt {attempt}"
         assert not list(data.glob(".mongopat-spill-*"))
-    assert interrupted >= 2  # most kills landed inside the run
+    assert interrupted >= 2  # the kills landed inside the run
 
 
 @pytest.mark.parametrize("name", ["bucket", "outlier", "computed"])
@@ -502,7 +498,10 @@ def test_ctrl_c_during_a_parallel_bucket_migration_prints_one_line(tmp_path):
     completes the migration."""
     migrations = write(tmp_path / "m", "0001_bucket", dict(BIG_STEPS[2], window_seconds=3600))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
-    for attempt, delay in enumerate((0.0, 0.001, 0.02)):
+    interrupted = 0
+    for attempt, delay in enumerate((0.0, 0.001, 0.02, 0.0, 0.0)):
+        if interrupted == 2:
+            break
         data = _parallel_dump(tmp_path / f"int{attempt}")
         command = [sys.executable, "-m", "mongopat", "migrate", "up", "--dump", str(data), "--dir", str(migrations),
                    "--yes", "--workers", "2"]  # fmt: skip
@@ -519,6 +518,8 @@ def test_ctrl_c_during_a_parallel_bucket_migration_prints_one_line(tmp_path):
             continue  # finished before the signal (a signal while Python shuts down ends it with -2)
         assert process.returncode == 130, err
         assert err.decode().strip() == "interrupted"
+        interrupted += 1
         result = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(migrations), "--yes"])
         assert result.exit_code == 0, result.output
         assert not list(data.glob(".mongopat-spill-*"))
+    assert interrupted >= 1
