@@ -44,15 +44,6 @@ from mongopat.sources.dump import (
 )
 from mongopat.sources.extjson import encode_document, loads
 
-try:
-    from orjson import dumps as orjson_dumps
-except ImportError:  # pragma: no cover - without orjson
-    import json as _json
-
-    def orjson_dumps(value: Any) -> bytes:
-        return _json.dumps(value, separators=(",", ":")).encode()
-
-
 CHANGELOG_FILE = "mongopat_changelog.json"
 LOCK_FILE = "mongopat_lock.json"
 TMP_SUFFIX = ".mongopat-tmp"
