@@ -28,7 +28,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import astuple, dataclass
-from itertools import islice
+from itertools import chain, islice
 from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
@@ -44,7 +44,8 @@ from mongopat.migrate.file_parts import (
     run_parallel,
     start_without_ctrl_c,
 )
-from mongopat.sources.extjson import decode_wrapper
+from mongopat.sources.dump import _open, json_problem
+from mongopat.sources.extjson import decode_wrapper, to_extended
 
 CHUNK_LINES = 1000
 CLOSE_EVERY_LINES = 10_000  # how often windows well behind the newest are closed and written
@@ -108,59 +109,72 @@ class _NotPlain(ValueError):
     """This chunk needs the careful, line-by-line path."""
 
 
-class _Minutes(dict):  # type: ignore[type-arg]
-    """``"2026-01-01T00:00"`` -> seconds since the epoch of that minute (filled on first use, bounded)."""
+class _Memo(dict):  # type: ignore[type-arg]
+    """Values of ``compute`` by key, computed on first use; forgets everything past 100,000 entries, so
+    memory stays bounded however many distinct keys a file has."""
 
-    def __missing__(self, text: str) -> float:
-        if not _MINUTE.match(text):
-            raise _NotPlain(text)
-        try:
-            value = (datetime.datetime.fromisoformat(text) - _EPOCH).total_seconds()
-        except ValueError:
-            raise _NotPlain(text) from None
+    def compute(self, key: Any) -> Any:
+        raise NotImplementedError
+
+    def __missing__(self, key: Any) -> Any:
+        value = self.compute(key)
         if len(self) > 100_000:
             self.clear()
-        self[text] = value
+        self[key] = value
         return value
 
 
-class _Seconds(dict):  # type: ignore[type-arg]
+class _Minutes(_Memo):
+    """``"2026-01-01T00:00"`` -> seconds since the epoch of that minute."""
+
+    def compute(self, text: str) -> float:
+        if not _MINUTE.match(text):
+            raise _NotPlain(text)
+        try:
+            return (datetime.datetime.fromisoformat(text) - _EPOCH).total_seconds()
+        except ValueError:
+            raise _NotPlain(text) from None
+
+
+class _Seconds(_Memo):
     """``":02.500Z"`` or ``":02+01:00"`` -> seconds into the minute, less the UTC offset."""
 
-    def __missing__(self, text: str) -> float:
+    def compute(self, text: str) -> float:
         match = _SECONDS.match(text)
         if not match:
             raise _NotPlain(text)
-        if len(self) > 100_000:
-            self.clear()
         seconds, fraction, sign, hours, minutes = match.groups()
         value = int(seconds) + (float(fraction) if fraction else 0.0)
         if sign:
             offset = int(hours) * 3600 + int(minutes) * 60
             value -= offset if sign == "+" else -offset
-        self[text] = value
         return value
 
 
-class _Windows(dict):  # type: ignore[type-arg]
+class _Windows(_Memo):
     """``"2026-01-01T00:00"`` -> start of the window holding that minute, for windows of whole minutes."""
 
     def __init__(self, width: int) -> None:
         super().__init__()
         self.width = width
 
-    def __missing__(self, text: str) -> float:
+    def compute(self, text: str) -> float:
         minute = _minutes[text]
-        if len(self) > 100_000:
-            self.clear()
-        value = self[text] = minute - minute % self.width
-        return value
+        return minute - minute % self.width
+
+
+class _WindowBounds(_Memo):
+    """Seconds since the epoch -> the relaxed ``$date`` of that moment (every series shares the windows)."""
+
+    def compute(self, seconds: float) -> dict[str, Any]:
+        return to_extended(_EPOCH + datetime.timedelta(seconds=seconds))
 
 
 _MINUTE_OF = itemgetter(slice(0, 16))  # "2026-01-01T00:00:02Z" -> "2026-01-01T00:00"
 _NUMBERS = {int, float}
 _minutes = _Minutes()
 _seconds = _Seconds()
+_window_bounds = _WindowBounds()
 _windows: dict[int, _Windows] = {}
 
 
@@ -185,20 +199,6 @@ def epoch_of(value: Any) -> float | None:
     if not isinstance(moment, datetime.datetime):
         return None
     return (moment - _EPOCH).total_seconds()
-
-
-_dates: dict[float, dict[str, str]] = {}
-
-
-def date_json(seconds: float) -> dict[str, str]:
-    """A relaxed ``$date`` for a window bound (cached: every series shares the same windows)."""
-    found = _dates.get(seconds)
-    if found is None:
-        if len(_dates) > 100_000:
-            _dates.clear()
-        moment = _EPOCH + datetime.timedelta(seconds=seconds)
-        found = _dates[seconds] = {"$date": moment.isoformat(timespec="milliseconds") + "Z"}
-    return found
 
 
 def series_key_of(series: Any) -> Any:
@@ -271,19 +271,18 @@ def _group_careful(lines: list[bytes], first_line: int, spec: BucketSpec, source
         if not line.strip():
             continue
         records += 1
+        where = f"{source}:{first_line + offset}"
         try:
             document = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise InputError(
-                f"{source}:{first_line + offset}: not a valid Extended JSON document: {exc.msg} (column {exc.pos + 1})"
-            ) from None
+            raise InputError(f"{where}: not a valid Extended JSON document: {json_problem(exc)}") from None
         if type(document) is not dict:
-            raise InputError(f"{source}:{first_line + offset}: expected a JSON object, found {type(document).__name__}")
+            raise InputError(f"{where}: expected a JSON object, found {type(document).__name__}")
         series = document.get(spec.series_key)
         try:
             seconds = epoch_of(document.get(spec.time_field))
         except ValueError as exc:
-            raise InputError(f"{source}:{first_line + offset}: not a valid Extended JSON document: {exc}") from None
+            raise InputError(f"{where}: not a valid Extended JSON document: {exc}") from None
         if series is None or seconds is None:
             passthrough.append(line.rstrip(b"\n"))
             continue
@@ -384,12 +383,12 @@ class BucketMerger:
 
     def _emit(self, bucket: _Bucket) -> None:
         spec = self.spec
-        began = date_json(bucket.start)
+        began = _window_bounds[bucket.start]
         head = {
             "_id": {"s": bucket.series, "w": began, "n": bucket.sequence},
             spec.series_key: bucket.series,
             "start": began,
-            "end": date_json(bucket.start + spec.width),
+            "end": _window_bounds[bucket.start + spec.width],
             "count": bucket.count,
             "min": {n: v for n, v in zip(spec.measurements, bucket.low, strict=True) if v is not None},
             "max": {n: v for n, v in zip(spec.measurements, bucket.high, strict=True) if v is not None},
@@ -515,13 +514,10 @@ def bucket_file(
                 )
                 processes.append((process, spill))  # before it starts: an interruption now still stops it
                 start_without_ctrl_c(process)
-        with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as handle:
-            for chunk in _chunks(handle, parts[0], spec, str(path)):
-                merger.add(chunk)
-                if after_chunk is not None:
-                    after_chunk(merger.read)
-        for process, spill in processes:
-            for chunk in _follow(spill, process):
+        with _open(path) as handle:
+            # The first part as this process groups it, then each worker's part as it is spilled.
+            followed = chain.from_iterable(_follow(spill, process) for process, spill in processes)
+            for chunk in chain(_chunks(handle, parts[0], spec, str(path)), followed):
                 merger.add(chunk)
                 if after_chunk is not None:
                     after_chunk(merger.read)
