@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mongopat.errors import OperationFailed
-from mongopat.migrate.file_parts import Part, line_ranges, lines_between, plan_parts, run_parallel
+from mongopat.migrate.file_parts import Part, plan_parts, run_parallel
 
 
 def test_parts_start_on_aligned_lines(tmp_path):
@@ -33,17 +33,6 @@ def test_the_first_part_takes_its_share(tmp_path):
     smaller = plan_parts(path, 2, 0, 100, first_share=0.6)
     assert smaller[0].lines < even[0].lines
     assert abs(smaller[0].lines / 500_000 - 0.3) < 0.01
-
-
-def test_line_ranges_cover_every_line_once(tmp_path):
-    path = tmp_path / "r.json"
-    lines = [b"x" * (i % 37) + b"\n" for i in range(20_000)] + [b"last line without a newline"]
-    path.write_bytes(b"".join(lines))
-    for parts in (1, 2, 5):
-        ranges = line_ranges(path, parts)
-        with path.open("rb") as handle:
-            found = [line for start, end in ranges for line in lines_between(handle, start, end)]
-        assert [line.rstrip(b"\n") for line in found] == [line.rstrip(b"\n") for line in lines]
 
 
 def test_run_parallel_returns_results_in_order_and_reports_failures():

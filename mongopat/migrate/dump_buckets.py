@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime
 import gc
-import gzip
 import multiprocessing
 import os
 import re
@@ -36,15 +35,8 @@ from typing import IO, Any
 import orjson
 
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.file_parts import (
-    Part,
-    line_ranges,
-    lines_between,
-    plan_parts,
-    run_parallel,
-    start_without_ctrl_c,
-)
-from mongopat.sources.dump import _open, json_problem
+from mongopat.migrate.file_parts import Part, plan_parts, run_parallel, start_without_ctrl_c
+from mongopat.sources.dump import _json_records, _open, json_problem, partition_file
 from mongopat.sources.extjson import decode_wrapper, to_extended
 
 CHUNK_LINES = 1000
@@ -550,33 +542,27 @@ class Tally:
 
 def tally_buckets(path: Path, workers: int = 1) -> Tally:
     """Count the documents of a mongoexport file and add up ``count`` over its bucket documents (those
-    with a ``readings`` array), reading byte ranges of the file on ``workers`` processes."""
-    if path.name.endswith(".gz") or path.stat().st_size < MIN_PARALLEL_BYTES:
-        ranges = [(0, None)]
-    else:
-        ranges = line_ranges(path, workers)
-    parts = run_parallel([lambda start=start, end=end: _tally_range(path, start, end) for start, end in ranges])
-    return Tally(*(sum(p[i] for p in map(astuple, parts)) for i in range(4)))
+    with a ``readings`` array), reading ranges of the file on ``workers`` processes."""
+    parts = partition_file(path, workers, MIN_PARALLEL_BYTES) or [None]
+    tallies = run_parallel([lambda part=part: _tally(_json_records(path, part)) for part in parts])
+    return Tally(*(sum(t[i] for t in map(astuple, tallies)) for i in range(4)))
 
 
-def _tally_range(path: Path, start: int, end: int | None) -> Tally:
+def _tally(records: Iterator[tuple[int, Any]]) -> Tally:
     documents = readings = malformed = miscounted = 0
     loads = orjson.loads
-    with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as handle:
-        for line in lines_between(handle, start, end):
-            if not line.strip():
-                continue
-            documents += 1
-            try:
-                document = loads(line)
-            except orjson.JSONDecodeError:
-                document = None
-            if type(document) is not dict:
-                malformed += 1
-            elif type(found := document.get("readings")) is list:
-                count = _integer(document.get("count", 0))
-                readings += count
-                miscounted += count != len(found)
+    for _line, record in records:
+        documents += 1
+        try:
+            document = record if type(record) is not bytes else loads(record)
+        except orjson.JSONDecodeError:
+            document = None
+        if type(document) is not dict:
+            malformed += 1
+        elif type(found := document.get("readings")) is list:
+            count = _integer(document.get("count", 0))
+            readings += count
+            miscounted += count != len(found)
     return Tally(documents, readings, malformed, miscounted)
 
 

@@ -1,14 +1,15 @@
-"""Cutting a file of lines into parts that processes read at the same time, and running work in forked
-processes. Used by the bucket step on mongoexport files and by its verification."""
+"""Cutting a file of lines into parts at chosen line numbers, and running work in other processes. Used
+by the bucket step on mongoexport files and by its verification (which cuts files with
+:func:`mongopat.sources.dump.partition_file`, as the analysis does)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from mongopat.errors import OperationFailed
 
@@ -84,38 +85,6 @@ def _offsets_after_lines(path: Path, counts: list[int]) -> list[int]:
             seen += in_block
             position += len(block)
     return offsets
-
-
-def line_ranges(path: Path, parts: int) -> list[tuple[int, int | None]]:
-    """``parts`` byte ranges of about equal size, each starting at a line (the last open-ended)."""
-    size = path.stat().st_size
-    starts = [0]
-    with path.open("rb") as handle:
-        for i in range(1, parts):
-            handle.seek(max(starts[-1], size * i // parts))
-            handle.readline()
-            if handle.tell() < size:
-                starts.append(handle.tell())
-    return [(start, end) for start, end in zip(starts, [*starts[1:], None], strict=True)]
-
-
-def lines_between(handle: IO[bytes], start: int, end: int | None) -> Iterator[bytes]:
-    """The lines from byte ``start`` (a line start) to ``end`` (a line start, or None: the end)."""
-    handle.seek(start)
-    if end is None:
-        yield from handle
-        return
-    remaining, carry = end - start, b""
-    while remaining > 0:
-        block = handle.read(min(1 << 20, remaining))
-        if not block:
-            break
-        remaining -= len(block)
-        lines = (carry + block).split(b"\n")
-        carry = lines.pop()
-        yield from lines
-    if carry:
-        yield carry
 
 
 def start_without_ctrl_c(process: Any) -> None:

@@ -195,18 +195,7 @@ class DumpSource(Source):
 
     def partitions(self, name: str, parts: int) -> list[FilePart] | None:
         """Split a plain (not gzip, not --jsonArray) file into ``parts`` ranges of whole documents."""
-        path = self.file_of(name)
-        if parts < 2 or path.name.endswith(".gz"):
-            return None
-        size = path.stat().st_size
-        if size < MIN_PARALLEL_BYTES:
-            return None
-        if path.name.endswith(BSON_SUFFIXES):
-            return _bson_partitions(path, size, parts)
-        with _open(path) as handle:
-            if _peek_non_space(handle) == b"[":
-                return None
-        return _json_partitions(path, size, parts)
+        return partition_file(self.file_of(name), parts)
 
     def count_existing_ids(self, name: str, values: list[Any]) -> int | None:
         wanted = set()
@@ -228,6 +217,22 @@ class DumpSource(Source):
             except TypeError:
                 continue
         return len(found)
+
+
+def partition_file(path: Path, parts: int, min_bytes: int | None = None) -> list[FilePart] | None:
+    """``parts`` ranges of whole documents of a plain collection file (None for one under ``min_bytes``,
+    by default :data:`MIN_PARALLEL_BYTES`, gzipped or a ``--jsonArray``: read it whole)."""
+    if parts < 2 or path.name.endswith(".gz"):
+        return None
+    size = path.stat().st_size
+    if size < (MIN_PARALLEL_BYTES if min_bytes is None else min_bytes):
+        return None
+    if path.name.endswith(BSON_SUFFIXES):
+        return _bson_partitions(path, size, parts)
+    with _open(path) as handle:
+        if _peek_non_space(handle) == b"[":
+            return None
+    return _json_partitions(path, size, parts)
 
 
 @dataclass(frozen=True)
