@@ -37,7 +37,7 @@ import orjson
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.file_parts import Part, plan_parts, run_parallel, start_without_ctrl_c
 from mongopat.sources.dump import _json_records, _open, json_problem, partition_file
-from mongopat.sources.extjson import decode_wrapper, to_extended
+from mongopat.sources.extjson import ExtendedJSONError, decode_value, decode_wrapper, to_extended
 
 CHUNK_LINES = 1000
 CLOSE_EVERY_LINES = 10_000  # how often windows well behind the newest are closed and written
@@ -567,11 +567,11 @@ def _tally(records: Iterator[tuple[int, Any]]) -> Tally:
 
 
 def _integer(value: Any) -> int:
-    """An integer as relaxed (``5``) or canonical (``{"$numberInt": "5"}``) Extended JSON writes it."""
-    if type(value) is int:
-        return value
-    if type(value) is dict and len(value) == 1:
-        text = value.get("$numberInt", value.get("$numberLong"))
-        if type(text) is str and text.lstrip("-").isdigit():
-            return int(text)
-    return 0
+    """An integer as relaxed (``5``) or canonical (``{"$numberInt": "5"}``) Extended JSON writes it; 0 for
+    anything else."""
+    if type(value) is dict and value:
+        try:
+            value = decode_value(value)
+        except ExtendedJSONError:
+            return 0
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
