@@ -250,19 +250,7 @@ class Runner(RunnerBase):
             last_id, written = self._apply_batch(migration_id, index, step, batch, parents, outcome.stats)
             outcome.read += len(batch)
             outcome.written += written
-            self.changelog.checkpoint(
-                migration_id,
-                index,
-                len(batch),
-                written,
-                last_id=last_id,
-                has_last=True,
-                read=outcome.read,
-                written=outcome.written,
-                stats=outcome.stats,
-            )
-            self.lock.renew()
-            self._after_batch(migration_id, index, outcome.read, total)
+            self._checkpoint(migration_id, index, outcome, len(batch), written, last_id, total)
         self._finish_document_step(step)
         return outcome
 
@@ -415,6 +403,25 @@ class Runner(RunnerBase):
         self.changelog.step(migration_id, index, read=outcome.read, written=outcome.written, stats=outcome.stats)
         return outcome
 
+    def _checkpoint(
+        self, migration_id: str, index: int, outcome: StepOutcome, read: int, written: int, last: Any, total: int | None
+    ) -> None:
+        """A batch of a step run by one worker is done: its checkpoint (one changelog update), the lease,
+        then pacing and progress."""
+        self.changelog.checkpoint(
+            migration_id,
+            index,
+            read,
+            written,
+            last_id=last,
+            has_last=True,
+            read=outcome.read,
+            written=outcome.written,
+            stats=outcome.stats,
+        )
+        self.lock.renew()
+        self._after_batch(migration_id, index, outcome.read, total)
+
     def _after_batch(self, migration_id: str, index: int, done: int, total: int | None = None) -> None:
         self.throttle.after(done)
         self.lag.wait()
@@ -514,19 +521,7 @@ class Runner(RunnerBase):
                 outcome.written += len(operations)
                 outcome.stats["passthrough"] = outcome.stats.get("passthrough", 0) + len(passthrough)
                 last_id, has_last = _decoded_id(batch[-1]), True
-                self.changelog.checkpoint(
-                    migration_id,
-                    index,
-                    len(batch),
-                    len(operations),
-                    last_id=last_id,
-                    has_last=True,
-                    read=outcome.read,
-                    written=outcome.written,
-                    stats=outcome.stats,
-                )
-                self.lock.renew()
-                self._after_batch(migration_id, index, outcome.read, total)
+                self._checkpoint(migration_id, index, outcome, len(batch), len(operations), last_id, total)
             if stage not in set(self.db.list_collection_names()):
                 self.db.create_collection(stage)
             self.changelog.step(migration_id, index, phase="swap")
