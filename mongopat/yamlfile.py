@@ -3,6 +3,8 @@ node tree with line numbers, and one error that lists every problem found, each 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
 from mongopat.errors import InputError
@@ -28,3 +30,14 @@ def compose_yaml(text: str, file: str) -> yaml.Node | None:
         raise YamlFileError([f"{where}: not valid YAML: {exc.problem or exc}"]) from None
     except yaml.YAMLError as exc:
         raise YamlFileError([f"{file}: not valid YAML: {exc}"]) from None
+
+
+def read_yaml_text(path: str | Path, what: str) -> str:
+    """The text of the YAML file ``what`` (e.g. "config file"), or an error naming it: missing,
+    unreadable or not UTF-8."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{what} not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {what} {path}: {exc}") from None

@@ -291,3 +291,17 @@ def test_every_command_has_examples_in_its_help():
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 0 and "Examples" in result.output, args
+
+
+def test_missing_or_unreadable_yaml_files_are_input_errors(tmp_path):
+    """Every YAML file mongopat takes is read by one helper: a clear message and exit 2, not an internal error."""
+    data = SAMPLES / "iot"
+    missing = tmp_path / "absent.yaml"
+    result = invoke("--dump", data, "--access", missing)
+    assert result.exit_code == 2 and f"access-pattern file not found: {missing}" in result.output
+    result = invoke("--dump", data, "--config", missing)
+    assert result.exit_code == 2 and f"config file not found: {missing}" in result.output
+    latin = tmp_path / "0001_latin.yaml"
+    latin.write_bytes("description: caf\xe9\n".encode("latin-1"))
+    result = runner.invoke(app, ["migrate", "status", "--dump", str(data), "--dir", str(tmp_path)])
+    assert result.exit_code == 2 and f"cannot read migration file {latin}" in result.output

@@ -27,9 +27,8 @@ from mongopat.access.model import (
     Query,
     Writes,
 )
-from mongopat.errors import InputError
 from mongopat.expressions import ExpressionError, parse
-from mongopat.yamlfile import YamlFileError, compose_yaml
+from mongopat.yamlfile import YamlFileError, compose_yaml, read_yaml_text
 
 SUPPORTED_VERSIONS = (1,)
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*/\s*(s|sec|second|m|min|minute|h|hr|hour|d|day)\s*$")
@@ -206,14 +205,7 @@ TOP_KEYS = ("version", "database", "collections", "thresholds", "check")
 
 def load_access_file(path: str | Path, known_collections: Iterable[str] | None = None) -> AccessFile:
     """Parse ``path``; ``known_collections`` (from the data) also count as valid ``from`` targets."""
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"access-pattern file not found: {file}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read access-pattern file {file}: {exc}") from None
-    return parse_access_text(text, file, known_collections)
+    return parse_access_text(read_yaml_text(path, "access-pattern file"), str(path), known_collections)
 
 
 def parse_access_text(text: str, file: str = "<access>", known_collections: Iterable[str] | None = None) -> AccessFile:

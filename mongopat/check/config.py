@@ -15,7 +15,7 @@ import yaml
 
 from mongopat.access.loader import AccessFileError, _reject_foreign_tags, _thresholds, _Validator, compose_yaml
 from mongopat.bsontypes import TYPE_NAMES
-from mongopat.errors import InputError
+from mongopat.yamlfile import read_yaml_text
 
 SEVERITIES = ("info", "warning", "error")
 KNOWN_TYPES = sorted(set(TYPE_NAMES.values()) | {"int", "long"})
@@ -172,12 +172,7 @@ def _waiver(check: _Validator, node: yaml.Node, path: str) -> Waiver | None:
 
 def load_config(path: str | Path) -> CheckConfig:
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"config file not found: {file}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {file}: {exc}") from None
+    text = read_yaml_text(path, "config file")
     root = compose_yaml(text, file)
     if root is None:
         return CheckConfig(sources=[file])
@@ -191,7 +186,7 @@ def load_config(path: str | Path) -> CheckConfig:
 
 def check_section_of_access_file(path: str | Path) -> CheckConfig | None:
     """The ``check:`` section of an access-pattern file, if it has one."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_yaml_text(path, "access-pattern file")
     root = compose_yaml(text, str(path))
     if not isinstance(root, yaml.MappingNode):
         return None

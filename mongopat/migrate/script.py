@@ -20,7 +20,7 @@ import yaml
 
 from mongopat.errors import InputError
 from mongopat.migrate.steps import STEP_TYPES, Step, StepError, build_step
-from mongopat.yamlfile import compose_yaml
+from mongopat.yamlfile import compose_yaml, read_yaml_text
 
 ID_PATTERN = re.compile(r"^(\d{4,})_[A-Za-z0-9_]+$")
 TOP_KEYS = ("id", "description", "steps")
@@ -77,7 +77,7 @@ def load_migration(path: Path) -> Migration:
         raise InputError(f"{path}: a migration file is named NNNN_name.yaml (e.g. 0003_bucket_readings.yaml)")
     if path.suffix == ".py":
         return _load_python(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_yaml_text(path, "migration file")
     root = compose_yaml(text, str(path))
     if not isinstance(root, yaml.MappingNode):
         raise InputError(f"{path}:1: a migration file is a mapping with id, description and steps")
