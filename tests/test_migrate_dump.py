@@ -194,35 +194,48 @@ BIG_STEPS = [
 
 def test_sigkill_at_random_moments_then_resume(tmp_path):
     migrations = write(tmp_path / "m", "0001_big", *BIG_STEPS)
+    interrupted = _kill_at_random_moments(tmp_path, _big_dump, migrations, ["--lock-timeout", "0"], 9, (0.35, 0.95), 4)
+    assert interrupted >= 3  # the kills landed inside the run, not after it
+
+
+def _kill_at_random_moments(
+    tmp_path: Path, make_data, migrations: Path, options: list[str], seed: int, window: tuple[float, float], wanted: int
+) -> int:
+    """Run ``migrate up`` in a process on fresh data and SIGKILL it at a random moment of its life (a
+    fraction in ``window`` of an uninterrupted run's), until ``wanted`` kills landed before the end or 8
+    tries; after each, no process of the run is left, the next run (in process) ends byte-identical to
+    the uninterrupted one and leaves no spill folder. Returns how many kills landed inside the run."""
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
 
     def command(data: Path) -> list[str]:
         return [sys.executable, "-m", "mongopat", "-q", "migrate", "up", "--dump", str(data), "--dir",
-                str(migrations), "--yes", "--lock-timeout", "0"]  # fmt: skip
+                str(migrations), "--yes", *options]  # fmt: skip
 
-    reference = _big_dump(tmp_path / "reference")
+    reference = make_data(tmp_path / "reference")
     started = time.monotonic()
     subprocess.run(command(reference), env=env, check=True, capture_output=True)
     duration = time.monotonic() - started  # the process's whole life: kills land anywhere in it
     expected = files(reference)
-    rng = random.Random(9)
+    rng = random.Random(seed)
     interrupted, scale = 0, 1.0
     for attempt in range(8):
-        if interrupted == 4:
+        if interrupted == wanted:
             break
-        data = _big_dump(tmp_path / f"kill{attempt}")
+        data = make_data(tmp_path / f"kill{attempt}")
         process = subprocess.Popen(command(data), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.35, 0.95) * duration * scale)
+        time.sleep(rng.uniform(*window) * duration * scale)
         process.send_signal(signal.SIGKILL)
         process.wait()
+        if Path("/proc").is_dir():
+            deadline = time.monotonic() + 10
+            while _processes_mentioning(str(data)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not _processes_mentioning(str(data)), "a worker outlived its killed parent"
         changelog = data / "mongopat_changelog.json"
-        state = (
-            json_util.loads(changelog.read_text().splitlines()[0])["state"]
-            if changelog.exists() and changelog.read_text()
-            else "none"
-        )
-        interrupted += state != "applied"
-        scale *= 1.0 if state != "applied" else 0.7  # the run ended first: this machine is fast now
+        text = changelog.read_text() if changelog.exists() else ""
+        finished = bool(text) and json_util.loads(text.splitlines()[0])["state"] == "applied"
+        interrupted += not finished
+        scale *= 0.7 if finished else 1.0  # the run ended first: this machine is fast now
         lock = data / "mongopat_lock.json"
         if lock.exists():  # the killed run's lease: expire it rather than wait 60 s
             held = json_util.loads(lock.read_text())
@@ -231,8 +244,9 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
         result = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(migrations), "--yes"])
         assert result.exit_code == 0, result.output
         assert files(data) == expected, f"attempt {attempt}"
+        assert not list(data.glob(".mongopat-spill-*"))
         shutil.rmtree(data.parent)
-    assert interrupted >= 3  # the kills landed inside the run, not after it
+    return interrupted
 
 
 def test_the_file_lock(tmp_path):
@@ -408,49 +422,8 @@ def _processes_mentioning(text: str) -> list[int]:
 def test_sigkill_during_a_parallel_bucket_migration_then_resume(tmp_path):
     """A file large enough for worker processes: killed at random moments, the run leaves no worker
     behind, and the next run removes the spill folder and ends byte-identical to an uninterrupted run."""
-    step = dict(BIG_STEPS[2], window_seconds=3600)
-    big = _parallel_dump
-
-    migrations = write(tmp_path / "m", "0001_bucket", step)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
-
-    def command(data: Path) -> list[str]:
-        return [sys.executable, "-m", "mongopat", "-q", "migrate", "up", "--dump", str(data), "--dir",
-                str(migrations), "--yes", "--workers", "2"]  # fmt: skip
-
-    reference = big(tmp_path / "reference")
-    started = time.monotonic()
-    subprocess.run(command(reference), env=env, check=True, capture_output=True)
-    duration = time.monotonic() - started  # start-up included: kills land anywhere in the process's life
-    expected = files(reference)
-    rng = random.Random(4)
-    interrupted, scale = 0, 1.0
-    for attempt in range(8):
-        if interrupted == 3:
-            break
-        data = big(tmp_path / f"kill{attempt}")
-        process = subprocess.Popen(command(data), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.4, 0.9) * duration * scale)
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        deadline = time.monotonic() + 10
-        while _processes_mentioning(str(data)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _processes_mentioning(str(data)), "a worker outlived its killed parent"
-        changelog = data / "mongopat_changelog.json"
-        text = changelog.read_text() if changelog.exists() else ""
-        finished = bool(text) and json_util.loads(text.splitlines()[0])["state"] == "applied"
-        interrupted += not finished
-        scale *= 0.7 if finished else 1.0  # the run ended first: this machine is fast now
-        lock = data / "mongopat_lock.json"
-        if lock.exists():
-            held = json_util.loads(lock.read_text())
-            held["expires_at"] = utcnow() - datetime.timedelta(seconds=1)
-            lock.write_text(json_util.dumps(held))
-        result = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(migrations), "--yes"])
-        assert result.exit_code == 0, result.output
-        assert files(data) == expected, f"attempt {attempt}"
-        assert not list(data.glob(".mongopat-spill-*"))
+    migrations = write(tmp_path / "m", "0001_bucket", dict(BIG_STEPS[2], window_seconds=3600))
+    interrupted = _kill_at_random_moments(tmp_path, _parallel_dump, migrations, ["--workers", "2"], 4, (0.4, 0.9), 3)
     assert interrupted >= 2  # the kills landed inside the run
 
 
