@@ -38,6 +38,7 @@ from mongopat.sources.dump import (
     JSON_SUFFIXES,
     _bson_records,
     _json_records,
+    _open,
     _read_bson,
     read_json_documents,
     resolve_dump_folder,
@@ -197,8 +198,7 @@ class DumpFolder:
         path = self.file_of(name)
         if path is None or not path.name.endswith(JSON_SUFFIXES):
             return False
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rb") as handle:  # type: ignore[operator]
+        with _open(path) as handle:
             head = handle.read(4096)
         return b'"$numberInt"' in head or b'"$numberLong"' in head or b'"$numberDouble"' in head
 
@@ -723,7 +723,7 @@ def _count_file(path: Path) -> int:
     """Documents in a collection file, exactly, without parsing them (lines, or BSON length headers)."""
     if path.name.endswith(BSON_SUFFIXES):
         return sum(1 for _ in _bson_records(path))
-    with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as handle:
+    with _open(path) as handle:
         head = handle.read(4096).lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
         if head == b"[":  # a --jsonArray export: count its elements properly
             return sum(1 for _ in _json_records(path))
