@@ -180,6 +180,7 @@ def draft_access(
     Reads only; every source is optional and what could not be used is reported in the draft's statuses.
     """
     from mongopat.analysis.collection import AnalyzeOptions
+    from mongopat.analysis.timeline import steady_rate
     from mongopat.draft.build import build_draft
     from mongopat.draft.logs import scan_logs
     from mongopat.draft.server import SourceStatus, probe_server
@@ -214,12 +215,15 @@ def draft_access(
         known = [c["name"] for c in report["collections"]]
         for collection in report["collections"]:
             profile = next((p for p in collection["time"] if p["field"] == "_id"), None)
-            if profile and profile["avg_per_sec"]:
+            rate = steady_rate(profile) if profile else None
+            if profile and rate:
                 why = (
                     f"inserts measured from _id timestamps of {profile['documents']:,} documents "
                     f"between {profile['first']} and {profile['last']}"
                 )
-                data_rates[collection["name"]] = (profile["avg_per_sec"], why)
+                if profile.get("bulk_load"):
+                    why += f", outside {profile['bulk_load']['loads']} bulk load(s)"
+                data_rates[collection["name"]] = (rate, why)
         statuses.append(
             SourceStatus(
                 "collections", bool(data_rates), f"insert rates of {len(data_rates)} collection(s)", len(data_rates)

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from mongopat import command
+from mongopat.analysis.timeline import steady_rate
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.runner import RunOptions
 from mongopat.report import write_report
@@ -103,7 +104,7 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
     say(f"2. analyze read {total:,} documents in {len(report['collections'])} collections:")
     for collection in report["collections"]:
         widest = max((f for f in collection["fields"] if f.get("array")), key=lambda f: f["array"]["max"], default=None)
-        rate = next((p["avg_per_sec"] for p in collection["time"] if p["field"] == "_id"), None)
+        rate = next((steady_rate(p) for p in collection["time"] if p["field"] == "_id"), None)
         details = [f"{collection['count']:,} docs", f"p50 {collection['document_size']['p50']} B"]
         if widest:
             details.append(f"{widest['path']} up to {widest['array']['max']:,} elements (p50 {widest['array']['p50']})")

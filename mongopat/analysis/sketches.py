@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Iterable
 from itertools import compress
 
+from bson import Decimal128
+
 # Percentiles use the nearest-rank definition: the smallest value v such that at least p% of the values
 # are <= v. It always returns a value that was observed (exact mode), which keeps small samples honest.
 PERCENTILES = (50, 95, 99)
@@ -187,6 +189,16 @@ def _sampled(values: list[object], level: int) -> Iterable[object]:
     return compress(values, map(keep, spread))
 
 
+class HashableDecimal128(Decimal128):
+    """A Decimal128 that can be counted: pymongo's is unhashable, so prices would count no distinct values.
+    Equal to (and rendered as) the Decimal128 it stands for."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(self.bid)
+
+
 class DistinctCounter:
     """Distinct values of a field: exact up to ``limit`` values, estimated past it.
 
@@ -241,8 +253,11 @@ class DistinctCounter:
             try:
                 hash(value)
             except TypeError:
-                self.unhashable += 1
-                continue
+                if type(value) is Decimal128:
+                    value = HashableDecimal128.from_bid(value.bid)  # type: ignore[attr-defined]
+                else:
+                    self.unhashable += 1
+                    continue
             kept.append(value)
         return kept
 

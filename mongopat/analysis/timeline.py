@@ -18,6 +18,15 @@ _EPOCH = datetime.datetime(1970, 1, 1)
 _UTC_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 TIMELINE_POINTS = 48
+# A load: a run of active seconds (gaps of at most LOAD_GAP_SECONDS) lasting at most LOAD_MAX_SECONDS
+# and holding at least LOAD_MIN_DOCUMENTS. A profile is a bulk load when at most MAX_BULK_LOADS loads hold
+# BULK_SHARE of it: an import (mongoimport, a restore of client-made _ids, a one-off batch job) rather than
+# a rate. Many loads through the span (stations all reporting on the hour) are a cadence, not a bulk load.
+LOAD_GAP_SECONDS = 2
+LOAD_MAX_SECONDS = 60
+LOAD_MIN_DOCUMENTS = 100
+MAX_BULK_LOADS = 3
+BULK_SHARE = 0.8
 
 
 def date_to_epoch(value: datetime.datetime) -> float:
@@ -123,6 +132,7 @@ class TimeProfile:
             "peak_per_hour": round(max(self.per_hour.values()) * scale) if self.per_hour else None,
             "scaled": sampled,
             "timeline": self._timeline(scale),
+            "bulk_load": self._bulk_load(scale),
         }
         if not sampled:
             if self.per_second:
@@ -130,6 +140,49 @@ class TimeProfile:
             if self.per_minute:
                 out["peak_per_minute"] = max(self.per_minute.values())
         return out
+
+    def _bulk_load(self, scale: float) -> dict | None:
+        """Loads (short runs of many documents) when they hold most documents, else None.
+
+        Needs the per-second counts; past their bound (more than 20,000 active seconds) the documents are
+        spread too thinly over time for loads to hold most of them.
+        """
+        if not self.per_second or self.first is None or self.last is None:
+            return None
+        loads: list[tuple[int, int, int]] = []  # (first second, last second, documents)
+        start = previous = None
+        count = 0
+        for second in sorted(self.per_second):
+            if previous is not None and second - previous > LOAD_GAP_SECONDS:
+                loads.append((start, previous, count))  # type: ignore[arg-type]
+                start, count = second, 0
+            if start is None:
+                start = second
+            count += self.per_second[second]
+            previous = second
+        loads.append((start, previous, count))  # type: ignore[arg-type]
+        short = [load for load in loads if load[1] - load[0] + 1 <= LOAD_MAX_SECONDS]
+        loads = sorted((load for load in short if load[2] * scale >= LOAD_MIN_DOCUMENTS), key=lambda load: -load[2])
+        loads = loads[:MAX_BULK_LOADS]
+        in_loads = sum(load[2] for load in loads)
+        if not loads or in_loads < BULK_SHARE * self.n:
+            return None
+        largest = loads[0]
+        rest = self.n - in_loads
+        span = self.last - self.first
+        rest_rate = significant(rest * scale / span) if rest * scale >= LOAD_MIN_DOCUMENTS and span > 0 else None
+        return {
+            "loads": len(loads),
+            "documents": round(in_loads * scale),
+            "share": round(in_loads / self.n, 4),
+            "largest": {
+                "at": iso(largest[0]),
+                "seconds": largest[1] - largest[0] + 1,
+                "documents": round(largest[2] * scale),
+            },
+            # What was written outside the loads, as a rate over the whole span (None when too little).
+            "rest_per_sec": rest_rate,
+        }
 
     def _timeline(self, scale: float) -> list[dict]:
         """At most TIMELINE_POINTS evenly spaced points covering the span, from the hourly counts."""
@@ -149,3 +202,12 @@ class TimeProfile:
             }
             for index in range(-(-hours // width))
         ]
+
+
+def steady_rate(profile: dict) -> float | None:
+    """The insert rate a profile of the report stands for: its average, or for a bulk load the rate of what
+    was written outside the loads (None when nothing else was): a load's pace is not an insert rate."""
+    bulk = profile.get("bulk_load")
+    if bulk:
+        return bulk.get("rest_per_sec")
+    return profile.get("avg_per_sec")

@@ -134,6 +134,14 @@ def collection_view(collection: dict[str, Any], verbose: bool = False) -> Group:
             line.append(
                 f" · peak {profile['peak_per_hour']:,}/h" + (" (scaled from sample)" if profile["scaled"] else "")
             )
+        bulk = profile.get("bulk_load")
+        if bulk:
+            largest = bulk["largest"]
+            line.append(
+                f" · bulk load: {bulk['share']:.0%} written in {bulk['loads']:,} load(s), the largest "
+                f"{largest['documents']:,} in {largest['seconds']} s at {largest['at']} (not an insert rate)",
+                style="yellow",
+            )
         parts.append(line)
     drift = collection["drift"]
     for item in drift["appeared"]:

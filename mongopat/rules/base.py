@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from mongopat.access.model import AccessFile, CollectionAccess
+from mongopat.analysis.timeline import steady_rate
 
 SEVERITIES = ("info", "warning", "error")
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
@@ -84,13 +85,19 @@ class CollectionEvidence:
         return next((p for p in self.data.get("time", []) if p["field"] == field_name), None)
 
     def measured_insert_rate(self) -> tuple[float | None, str | None]:
-        """Average inserts/s over the span of ``_id`` timestamps, else the busiest date field."""
+        """Average inserts/s over the span of ``_id`` timestamps, else the busiest date field. Bulk loads
+        count only for what was written outside them (:func:`~mongopat.analysis.timeline.steady_rate`)."""
         profiles = self.data.get("time", [])
         by_id = self.profile("_id")
-        if by_id and by_id.get("avg_per_sec"):
-            return by_id["avg_per_sec"], "_id"
-        rates = [(p["avg_per_sec"], p["field"]) for p in profiles if p.get("avg_per_sec")]
-        return max(rates) if rates else (None, None)
+        if by_id and steady_rate(by_id):
+            return steady_rate(by_id), "_id"
+        rates = [(steady_rate(p), p["field"]) for p in profiles if steady_rate(p)]
+        return max(rates) if rates else (None, None)  # type: ignore[return-value]
+
+    def bulk_loaded(self) -> dict[str, Any] | None:
+        """The ``_id`` profile's bulk load (the collection was imported at once), if any."""
+        by_id = self.profile("_id")
+        return by_id.get("bulk_load") if by_id else None
 
     def declared_inserts(self) -> float | None:
         return self.access.writes.inserts_per_sec if self.access else None

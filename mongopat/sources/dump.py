@@ -19,6 +19,7 @@ import bson
 from bson.errors import BSONError
 
 from mongopat.errors import InputError, SourceError
+from mongopat.sources.archive import ARCHIVE_SUFFIXES, ArchivedCollection, archive_records, is_archive, read_prelude
 from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
 from mongopat.sources.extjson import ExtendedJSONError, JSONDecodeError, decode_document, decode_value, loads
 
@@ -28,6 +29,9 @@ METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
 # Largest document a server accepts, plus headroom for what mongodump may hold (16 MiB + 16 KiB).
 MAX_BSON_DOCUMENT = 16 * 1024 * 1024 + 16 * 1024
 _ARRAY_CHUNK = 1 << 20
+# Text a --pretty or --jsonArray document may span before a parse error is taken as real (well above the
+# JSON of a 16 MiB BSON document).
+MAX_JSON_DOCUMENT = 8 * MAX_BSON_DOCUMENT
 # Files smaller than this are read by one process: starting workers costs more than it saves.
 MIN_PARALLEL_BYTES = 8 * 1024 * 1024
 
@@ -56,6 +60,47 @@ def _collection_name(filename: str) -> str | None:
     return _strip_suffix(filename, JSON_SUFFIXES + BSON_SUFFIXES)
 
 
+# The first key of every JSON document mongopat writes (reports, recommendations, check results, snapshots,
+# guides) and of SARIF logs: such a file in a dump folder is output, not a collection.
+OUTPUT_FIRST_KEYS = (
+    b'"report_version"',
+    b'"recommendations_version"',
+    b'"check_version"',
+    b'"snapshot_version"',
+    b'"guide_version"',
+    b'"$schema"',
+)
+
+
+def is_mongopat_output(path: Path) -> bool:
+    """True for a JSON file whose top-level object opens with one of :data:`OUTPUT_FIRST_KEYS`."""
+    try:
+        with _open(path) as handle:
+            head = handle.read(256)
+    except (OSError, EOFError, SourceError):
+        return False
+    head = head.lstrip(b" \t\r\n\xef\xbb\xbf")
+    if head[:1] != b"{":
+        return False
+    return head[1:].lstrip().startswith(OUTPUT_FIRST_KEYS)
+
+
+def archives_in(folder: Path) -> list[Path]:
+    """``mongodump --archive`` files in ``folder``: by their name, or by the magic number of any other file
+    that is not a collection file (mongodump lets the archive be named anything)."""
+    found = []
+    for entry in sorted(folder.iterdir()):
+        if not entry.is_file() or entry.name.startswith("."):
+            continue
+        if entry.name.endswith(ARCHIVE_SUFFIXES) or (
+            _collection_name(entry.name) is None
+            and _strip_suffix(entry.name, METADATA_SUFFIXES) is None
+            and is_archive(entry)
+        ):
+            found.append(entry)
+    return found
+
+
 def resolve_dump_folder(path: Path, database: str | None) -> tuple[Path, str]:
     """The folder holding the collection files and the database name it stands for.
 
@@ -65,7 +110,8 @@ def resolve_dump_folder(path: Path, database: str | None) -> tuple[Path, str]:
     if not path.exists():
         raise SourceError(f"dump folder not found: {path}")
     if not path.is_dir():
-        raise SourceError(f"--dump expects a folder, got a file: {path}")
+        hint = "a mongodump --archive file is a read-only source: analyze, recommend, check and access draft read it"
+        raise SourceError(f"--dump expects a folder here, got a file: {path}", hint=hint if is_archive(path) else None)
     try:
         if _has_collection_files(path):
             return path, database or path.resolve().name
@@ -93,13 +139,29 @@ class DumpSource(Source):
     kind = "dump"
 
     def __init__(self, path: str | Path, database: str | None = None, seed: int = 0) -> None:
-        self.folder, self.database = resolve_dump_folder(Path(path), database)
-        self.location = str(Path(path))
+        path = Path(path)
+        self.location = str(path)
         self.seed = seed
         self._files: dict[str, Path] = {}
         self._metadata: dict[str, Path] = {}
+        # Collections read from mongodump --archive files (read-only): name -> (archive, prelude entry).
+        self._archived: dict[str, tuple[Path, ArchivedCollection]] = {}
+        self._counts: dict[str, int] = {}
+        if path.is_file() and is_archive(path):
+            self.folder = path.parent
+            self.database = self._add_archives([path], database, required=True)
+            return
+        try:
+            self.folder, self.database = resolve_dump_folder(path, database)
+        except SourceError:
+            archives = archives_in(path) if path.is_dir() else []
+            if not archives:
+                raise
+            self.folder = path
+            self.database = self._add_archives(archives, database, required=True)
+            return
         for entry in sorted(self.folder.iterdir()):
-            if not entry.is_file():
+            if not entry.is_file() or entry.name.startswith("."):
                 continue
             meta = _strip_suffix(entry.name, METADATA_SUFFIXES)
             if meta is not None:
@@ -108,33 +170,80 @@ class DumpSource(Source):
             name = _collection_name(entry.name)
             if name is None or name.startswith(("system.", "mongopat_")):
                 continue  # system collections, and mongopat's own bookkeeping and backups
+            if entry.name.endswith(JSON_SUFFIXES) and is_mongopat_output(entry):
+                continue  # a report or result mongopat wrote into the folder
             # mongodump's BSON is lossless; prefer it when both forms exist.
             if name not in self._files or entry.name.endswith(BSON_SUFFIXES):
                 self._files[name] = entry
-        self._counts: dict[str, int] = {}
+        self._add_archives(archives_in(self.folder), self.database, required=False)
+
+    def _add_archives(self, archives: list[Path], database: str | None, required: bool) -> str:
+        """Register the collections of ``archives`` that belong to ``database`` (or to the archives' only
+        database when none is named); returns the database."""
+        entries = [(archive, entry) for archive in archives for entry in read_prelude(archive)]
+        entries = [
+            (archive, entry)
+            for archive, entry in entries
+            if entry.kind != "view" and not entry.name.startswith(("system.", "mongopat_"))
+        ]
+        databases = sorted({entry.database for _archive, entry in entries})
+        if database is None:
+            if len(databases) > 1:
+                raise SourceError(
+                    f"{self.location} holds several databases ({', '.join(databases)})", hint="choose one with --db"
+                )
+            if not databases:
+                raise SourceError(f"no collections in {self.location}", hint="the archive holds no documents")
+            database = databases[0]
+        elif required and database not in databases:
+            raise SourceError(
+                f"database {database!r} not found in {self.location}",
+                hint=f"databases in the archive: {', '.join(databases) or 'none'}",
+            )
+        for archive, entry in entries:
+            if entry.database == database and entry.name not in self._files:
+                self._archived.setdefault(entry.name, (archive, entry))
+        return database
 
     def collections(self) -> list[str]:
-        return sorted(self._files)
+        return sorted({*self._files, *self._archived})
 
     def file_of(self, name: str) -> Path:
-        try:
+        """The file holding collection ``name`` (for an archived collection, the archive)."""
+        if name in self._files:
             return self._files[name]
-        except KeyError:
-            raise InputError(
-                f"collection {name!r} not found in {self.folder}",
-                hint=f"collections: {', '.join(self.collections()) or 'none'}",
-            ) from None
+        if name in self._archived:
+            return self._archived[name][0]
+        raise InputError(
+            f"collection {name!r} not found in {self.location}",
+            hint=f"collections: {', '.join(self.collections()) or 'none'}",
+        )
+
+    def _records_reader(self, name: str):
+        """``(reader of (position, raw record)), decoder of one record)`` for collection ``name``."""
+        path = self.file_of(name)
+        if name in self._archived:
+            archive, entry = self._archived[name]
+            return (lambda: archive_records(archive, entry.database, entry.name)), _decode_bson_record
+        if path.name.endswith(BSON_SUFFIXES):
+            return (lambda: _bson_records(path)), _decode_bson_record
+        return (lambda: _json_records(path)), _decode_json_record
 
     def stats(self, name: str) -> CollectionStats:
         path = self.file_of(name)
         stats = CollectionStats(size_bytes=None)
         if name in self._counts:
             stats.count, stats.count_exact = self._counts[name], True
-        stats.notes.append(f"read from {path.name}")
+        where = f"{path.name} (mongodump archive)" if name in self._archived else path.name
+        stats.notes.append(f"read from {where}")
         return stats
 
     def indexes(self, name: str) -> tuple[list[IndexInfo], list[str]]:
         self.file_of(name)
+        if name in self._archived:
+            specs = self._archived[name][1].metadata.get("indexes", [])
+            indexes = [index_from_spec(spec) for spec in specs if isinstance(spec, dict)]
+            return indexes, ["index usage is not recorded in dumps"]
         meta_path = self._metadata.get(name)
         if meta_path is None:
             return [], ["no metadata.json beside the dump: indexes unknown"]
@@ -154,7 +263,16 @@ class DumpSource(Source):
         self, name: str, sample_size: int | None, decoded: bool = True, part: FilePart | None = None
     ) -> DocumentStream:
         path = self.file_of(name)
-        reader = _read_bson if path.name.endswith(BSON_SUFFIXES) else _read_json if decoded else _read_json_undecoded
+        if name in self._archived:
+            records, _decode = self._records_reader(name)
+
+            def reader(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[str, Any], int]]:
+                return (_decode_bson_record(path, offset, raw) for offset, raw in records())
+
+        elif path.name.endswith(BSON_SUFFIXES):
+            reader = _read_bson
+        else:
+            reader = _read_json if decoded else _read_json_undecoded
         if part is not None:
             sampling = Sampling("file", None, f"bytes {part.start}-{part.end} of {path.name}", natural_order=True)
             return DocumentStream(sampling, reader(path, part))
@@ -176,7 +294,8 @@ class DumpSource(Source):
         rng = random.Random(self.seed)
         kept: list[tuple[int, bytes]] = []
         total = 0
-        for position, record in _raw_records(path):
+        records, decode = self._records_reader(name)
+        for position, record in records():
             total += 1
             if len(kept) < size:
                 kept.append((position, record))
@@ -189,12 +308,14 @@ class DumpSource(Source):
             sampling.method, sampling.complete, sampling.natural_order = "file", True, True
             sampling.note = f"every document of {path.name} (fewer than the sample size)"
         kept.sort()
-        decode = _decode_bson_record if path.name.endswith(BSON_SUFFIXES) else _decode_json_record
         for position, record in kept:
             yield decode(path, position, record)
 
     def partitions(self, name: str, parts: int) -> list[FilePart] | None:
-        """Split a plain (not gzip, not --jsonArray) file into ``parts`` ranges of whole documents."""
+        """Split a plain (not gzip, not --jsonArray, not --pretty, not an archive) file into ``parts`` ranges
+        of whole documents."""
+        if name in self._archived:
+            return None
         return partition_file(self.file_of(name), parts)
 
     def count_existing_ids(self, name: str, values: list[Any]) -> int | None:
@@ -207,9 +328,10 @@ class DumpSource(Source):
         if not wanted:
             return 0
         path = self.file_of(name)
-        reader = _read_bson if path.name.endswith(BSON_SUFFIXES) else _read_json
+        records, decode = self._records_reader(name)
         found = set()
-        for document, _size in reader(path):
+        for position, record in records():
+            document, _size = decode(path, position, record)
             identifier = document.get("_id")
             try:
                 if identifier in wanted:
@@ -230,7 +352,7 @@ def partition_file(path: Path, parts: int, min_bytes: int | None = None) -> list
     if path.name.endswith(BSON_SUFFIXES):
         return _bson_partitions(path, size, parts)
     with _open(path) as handle:
-        if _peek_non_space(handle) == b"[":
+        if _json_layout(handle) != "lines":
             return None
     return _json_partitions(path, size, parts)
 
@@ -333,14 +455,6 @@ def _decode_bson_record(path: Path, offset: int, record: bytes) -> tuple[dict[st
         raise InputError(f"{path}: invalid BSON document at byte {offset}: {exc}") from None
 
 
-def _raw_records(path: Path) -> Iterator[tuple[int, bytes]]:
-    """``(position, raw record)``: line numbers for JSON, byte offsets for BSON."""
-    if path.name.endswith(BSON_SUFFIXES):
-        yield from _bson_records(path)
-    else:
-        yield from _json_records(path)
-
-
 def _read_json(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[str, Any], int]]:
     for line_number, record in _json_records(path, part):
         yield _decode_json_record(path, line_number, record)
@@ -383,17 +497,18 @@ def _read_bson(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[
 
 
 def _json_records(path: Path, part: FilePart | None = None) -> Iterator[tuple[int, Any]]:
-    """Lines of a mongoexport file (bytes), or the parsed elements of a ``--jsonArray`` export."""
+    """Lines of a mongoexport file (bytes), or the parsed documents of a ``--jsonArray`` or ``--pretty``
+    export (dicts)."""
     with _open(path) as handle:
         if part is not None:
             yield from _json_part_records(path, handle, part)
             return
         try:
-            first = _peek_non_space(handle)
-        except OSError as exc:
+            layout = _json_layout(handle)
+        except (OSError, EOFError) as exc:
             raise SourceError(f"cannot read {path}: {exc}") from None
-        if first == b"[":
-            yield from _json_array_records(path, handle)
+        if layout != "lines":
+            yield from _json_value_records(path, handle, array=layout == "array")
             return
         try:
             for line_number, line in enumerate(handle, 1):
@@ -423,16 +538,30 @@ def _json_part_records(path: Path, handle: IO[bytes], part: FilePart) -> Iterato
         raise SourceError(f"cannot read {path}: {exc}") from None
 
 
-def _peek_non_space(handle: IO[bytes]) -> bytes:
-    # Works for gzip and plain files alike: read the first chunk, then rewind.
-    head = handle.read(4096)
+def _json_layout(handle: IO[bytes]) -> str:
+    """How a mongoexport file lays out its documents: ``lines`` (one a line, the default), ``array``
+    (``--jsonArray``) or ``pretty`` (``--pretty``: indented documents over many lines, one after another).
+    Works for gzip and plain files alike: reads the first chunk, then rewinds."""
+    head = handle.read(65536)
     handle.seek(0)
     stripped = head.lstrip(b" \t\r\n\xef\xbb\xbf")
-    return stripped[:1]
+    if stripped[:1] == b"[":
+        return "array"
+    if stripped[:1] != b"{" or b"\n" not in stripped:
+        return "lines"  # one document, or not JSON at all: the line reader says which line is wrong
+    first_line = stripped.split(b"\n", 1)[0].strip()
+    if first_line == b"{":
+        return "pretty"
+    try:
+        json.loads(first_line)
+    except ValueError:
+        return "pretty"  # the first line does not close its document: documents span lines
+    return "lines"
 
 
-def _json_array_records(path: Path, handle: IO[bytes]) -> Iterator[tuple[int, Any]]:
-    """The elements of a ``mongoexport --jsonArray`` file, parsed one at a time from a sliding buffer."""
+def _json_value_records(path: Path, handle: IO[bytes], array: bool) -> Iterator[tuple[int, Any]]:
+    """The documents of a ``--jsonArray`` (``array``) or ``--pretty`` export, parsed one at a time from a
+    sliding buffer, each with the line it starts on."""
     decoder = json.JSONDecoder()
     reader = codecs.getincrementaldecoder("utf-8-sig")()
     buffer = ""
@@ -465,17 +594,19 @@ def _json_array_records(path: Path, handle: IO[bytes]) -> Iterator[tuple[int, An
     while True:
         skip(" \t\r\n")
         if position >= len(buffer):
-            raise InputError(f"{path}:{line}: the JSON array is not closed (truncated file?)")
+            if array:
+                raise InputError(f"{path}:{line}: the JSON array is not closed (truncated file?)")
+            return
         char = buffer[position]
-        if not opened:
+        if array and not opened:
             if char != "[":
                 raise InputError(f"{path}:{line}: expected a JSON array")
             opened = True
             position += 1
             continue
-        if char == "]":
+        if array and char == "]":
             return
-        if char == ",":
+        if array and char == ",":
             position += 1
             continue
         while True:
@@ -483,9 +614,13 @@ def _json_array_records(path: Path, handle: IO[bytes]) -> Iterator[tuple[int, An
                 element, end = decoder.raw_decode(buffer, position)
                 break
             except json.JSONDecodeError as exc:
-                # Incomplete element: read more, unless there is nothing more to read.
-                if eof or not fill():
-                    raise InputError(f"{path}:{line}: not a valid JSON document: {exc.msg}") from None
+                # Incomplete document: read more, unless there is nothing more to read or the buffer already
+                # holds more than any document could (then the error is real, not a cut).
+                where = line + buffer.count("\n", position, exc.pos)
+                if eof or len(buffer) - position > MAX_JSON_DOCUMENT or not fill():
+                    raise InputError(f"{path}:{where}: not a valid JSON document: {exc.msg}") from None
+        if type(element) is not dict:
+            raise InputError(f"{path}:{line}: expected a JSON object, found {type(element).__name__}")
         yield line, element
         line += buffer.count("\n", position, end)
         position = end
