@@ -18,6 +18,7 @@ from bson.errors import BSONError
 
 from mongopat.analysis.schema import (
     ARRAY_LENGTH_BOUNDS,
+    MAP_KEY,
     DocumentShape,
     Limits,
     Slot,
@@ -159,12 +160,17 @@ class CollectionAnalysis:
     def _field_entry(self, slot: Slot, parent: DocumentShape | None) -> dict[str, Any]:
         types = slot.all_types()
         total = sum(types.values())
+        present = slot.count
+        if parent is not None and parent.keys is not None:
+            # The one slot of a map: present in the maps holding at least one key.
+            present = parent.keys.nonempty + (parent.keys.documents_before if parent.keys.occurrences else 0)
+            present = min(present, parent.count)
         entry: dict[str, Any] = {
             "path": slot.path,
             "depth": slot.depth,
             "in_array": slot.in_array,
             "count": slot.count,
-            "presence": round(slot.count / parent.count, 4) if parent is not None and parent.count else None,
+            "presence": round(present / parent.count, 4) if parent is not None and parent.count else None,
             "types": [
                 {"type": name, "count": count, "share": round(count / total, 4)} for name, count in types.most_common()
             ],
@@ -201,6 +207,12 @@ class CollectionAnalysis:
             }
         else:
             entry["array"] = None
+        document = slot.document
+        entry["map"] = (
+            document.keys.summary(document.fields[MAP_KEY].path, document.count)
+            if document is not None and document.keys is not None
+            else None
+        )
         return entry
 
     def _sharding(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ Paths use dots for sub-documents and ``[]`` for array elements: ``items[].price`
 from __future__ import annotations
 
 import datetime
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,38 @@ from mongopat.sources.extjson import decode_wrapper
 
 # Array-length bins for the small histogram in the report.
 ARRAY_LENGTH_BOUNDS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000, 100000)
+
+# Sub-documents whose keys are values (ids, hashes, dates, numbers) are one *map*, not thousands of fields.
+# A sub-document is checked when its number of distinct keys reaches MAP_MIN_KEYS and at every doubling:
+# it is a map when VALUE_KEY_SHARE of its keys have the form of a value, or, from MAP_SPARSE_KEYS keys on,
+# when its keys are each present in at most MAP_SPARSE_PRESENCE of its documents on average.
+MAP_MIN_KEYS = 32
+MAP_SPARSE_KEYS = 256
+VALUE_KEY_SHARE = 0.9
+MAP_SPARSE_PRESENCE = 0.05
+# The path segment that stands for any key of a map: ``tier_and_details.<key>.tier``.
+MAP_KEY = "<key>"
+# Value fields compared with their key (``{"<id>": {"id": "<id>"}}``) while fewer than this many are tracked.
+MAP_KEY_FIELDS_TRACKED = 32
+
+_KEY_FORMS = (
+    ("objectId", re.compile(r"[0-9a-fA-F]{24}")),
+    ("uuid", re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")),
+    ("hex", re.compile(r"(?=[^g-zG-Z]*\d)[0-9a-fA-F]{16,}")),
+    ("integer", re.compile(r"-?\d{1,19}")),
+    ("date", re.compile(r"\d{4}-?\d{2}-?\d{2}([T _]\d{2}(:?\d{2}(:?\d{2}(\.\d+)?)?)?Z?)?")),
+)
+
+
+def key_form(key: str) -> str:
+    """What a key looks like: ``objectId``, ``uuid``, ``hex``, ``integer``, ``date`` (values) or ``name``."""
+    for form, pattern in _KEY_FORMS:
+        if pattern.fullmatch(key):
+            # Eight digits are a date (20240501) more often than a number.
+            if form == "integer" and len(key) == 8 and key[4:6] <= "12" and key[:2] in ("19", "20"):
+                return "date"
+            return form
+    return "name"
 
 
 class Limits:
@@ -150,7 +183,7 @@ class Slot:
 class DocumentShape:
     """The fields seen in documents at one place: the root, a sub-document, or documents inside an array."""
 
-    __slots__ = ("path", "depth", "in_array", "count", "fields", "limits", "on_dates")
+    __slots__ = ("path", "depth", "in_array", "count", "fields", "limits", "on_dates", "keys")
 
     def __init__(
         self,
@@ -167,19 +200,69 @@ class DocumentShape:
         self.count = 0
         self.fields: dict[str, Slot] = {}
         self.on_dates = on_dates
+        # Set when this sub-document turned out to be a map: its keys, and ``fields`` holds one slot.
+        self.keys: MapKeys | None = None
 
     def add_field(self, name: str) -> Slot:
+        if self.keys is not None:  # recognised as a map in the middle of a document: the rest of its keys
+            self.keys.add_known(name, 1)
+            return self.fields[MAP_KEY]
         path = f"{self.path}.{name}" if self.path else name
         slot = Slot(path, self.depth + 1, self.in_array, self.limits)
         slot.on_dates = self.on_dates
         self.fields[name] = slot
+        known = len(self.fields)
+        # Only sub-documents can be maps, checked at MAP_MIN_KEYS keys and every doubling (cheap: a new key).
+        if self.path and known >= MAP_MIN_KEYS and known & (known - 1) == 0 and self._looks_like_map():
+            self.to_map()
+            assert self.keys is not None
+            self.keys.occurrences += 1  # the value the caller is about to fold in under this key
+            return self.fields[MAP_KEY]
         return slot
+
+    def _looks_like_map(self) -> bool:
+        names = list(self.fields)
+        values = sum(1 for name in names if key_form(name) != "name")
+        if values >= VALUE_KEY_SHARE * len(names):
+            return True
+        if len(names) < MAP_SPARSE_KEYS or not self.count:
+            return False
+        self.flush()
+        occurrences = sum(slot.count for slot in self.fields.values())
+        return occurrences <= MAP_SPARSE_PRESENCE * len(names) * self.count
+
+    def to_map(self) -> None:
+        """Fold every key's slot into the one slot of the map (``path.<key>``); later documents go straight
+        there (:func:`walk_map`)."""
+        if self.keys is not None:
+            return
+        self.flush()
+        keys = MapKeys(self.limits)
+        merged = Slot(f"{self.path}.{MAP_KEY}" if self.path else MAP_KEY, self.depth + 1, self.in_array, self.limits)
+        merged.on_dates = self.on_dates
+        for name, slot in self.fields.items():
+            keys.add_known(name, slot.count)
+            _repath(slot, merged.path)
+            merged.merge(slot)
+        keys.documents_before = self.count
+        # In place: the walk that called add_field holds this dict.
+        self.fields.clear()
+        self.fields[MAP_KEY] = merged
+        self.keys = keys
 
     def flush(self) -> None:
         for slot in self.fields.values():
             slot.flush()
+        if self.keys is not None:
+            self.keys.flush()
 
     def merge(self, other: DocumentShape) -> None:
+        if other.keys is not None or self.keys is not None:
+            # One part of the stream saw enough keys to call this a map: then it is one in both.
+            self.to_map()
+            other.to_map()
+            assert self.keys is not None and other.keys is not None
+            self.keys.merge(other.keys)
         self.count += other.count
         for name, slot in other.fields.items():
             mine = self.fields.get(name)
@@ -187,6 +270,93 @@ class DocumentShape:
                 self.fields[name] = slot
             else:
                 mine.merge(slot)
+
+
+class MapKeys:
+    """The keys of a map: how many distinct ones, their form, how many per document, and which field of the
+    values repeats the key. Bounded like any other path: a DistinctCounter and a few counters."""
+
+    __slots__ = ("distinct", "buffer", "per_document", "occurrences", "nonempty", "documents_before",
+                 "key_fields", "key_fields_seen", "lengths")  # fmt: skip
+
+    def __init__(self, limits: Limits) -> None:
+        from mongopat.analysis.sketches import DistinctCounter, Distribution
+
+        self.distinct = DistinctCounter(limit=limits.distinct_limit, top_limit=0)
+        self.buffer: list[str] = []
+        self.per_document = Distribution()
+        self.lengths: list[int] = []
+        self.occurrences = 0
+        self.nonempty = 0
+        # Documents walked before the sub-document was recognised as a map (their keys per document are
+        # counted in ``occurrences`` but not in ``per_document``).
+        self.documents_before = 0
+        self.key_fields: Counter[str] = Counter()  # value field -> values where it equals the key
+        self.key_fields_seen = 0  # values that were documents
+
+    def add_known(self, key: str, occurrences: int) -> None:
+        self.buffer.append(key)
+        self.occurrences += occurrences
+
+    def flush(self) -> None:
+        if self.buffer:
+            self.distinct.add_many(self.buffer)
+            self.buffer = []
+        if self.lengths:
+            self.per_document.add_many(self.lengths)
+            self.nonempty += sum(1 for length in self.lengths if length)
+            self.lengths = []
+
+    def merge(self, other: MapKeys) -> None:
+        self.flush()
+        other.flush()
+        self.distinct.merge(other.distinct)
+        self.per_document.merge(other.per_document)
+        self.occurrences += other.occurrences
+        self.nonempty += other.nonempty
+        self.documents_before += other.documents_before
+        self.key_fields.update(other.key_fields)
+        self.key_fields_seen += other.key_fields_seen
+
+    def summary(self, value_path: str, documents: int) -> dict[str, Any]:
+        self.flush()
+        # The distinct keys kept (all of them up to the limit, a uniform sample past it) tell the forms.
+        forms = Counter(key_form(str(key)) for key in self.distinct.values)
+        total = sum(forms.values()) or 1
+        key_field = None
+        if self.key_fields_seen:
+            name, hits = max(self.key_fields.items(), key=lambda item: item[1], default=(None, 0))
+            if name is not None and hits == self.key_fields_seen:
+                key_field = name
+        measured = self.per_document.summary() if self.per_document.n else None
+        return {
+            "value_path": value_path,
+            "keys": self.distinct.estimate(),
+            "keys_exact": self.distinct.exact,
+            "key_forms": [
+                {"form": form, "share": round(count / total, 4)} for form, count in forms.most_common()
+            ],
+            "keys_per_document": {
+                "mean": round(self.occurrences / documents, 2) if documents else None,
+                "p50": measured["p50"] if measured else None,
+                "p95": measured["p95"] if measured else None,
+                "max": measured["max"] if measured else None,
+                "documents_measured": self.per_document.n,
+            },
+            # A field of every value that holds the value's own key (``{"<id>": {"id": "<id>"}}``), if any.
+            "key_in_value": key_field,
+        }
+
+
+def _repath(slot: Slot, path: str) -> None:
+    """Give ``slot`` and everything below it the paths they have under ``path``."""
+    slot.path = path
+    if slot.document is not None:
+        slot.document.path = path
+        for name, child in slot.document.fields.items():
+            _repath(child, f"{path}.{name}")
+    if slot.element is not None:
+        _repath(slot.element, path + "[]")
 
 
 def walk_document(shape: DocumentShape, doc: dict[str, Any]) -> None:
@@ -197,6 +367,9 @@ def walk_document(shape: DocumentShape, doc: dict[str, Any]) -> None:
     as much again as the whole walk.
     """
     shape.count += 1
+    if shape.keys is not None:
+        walk_map(shape, doc)
+        return
     fields = shape.fields
     for key, value in doc.items():
         slot = fields.get(key)
@@ -241,6 +414,40 @@ def walk_array(slot: Slot, items: list[Any]) -> None:
             walk_array(slot.element or slot.make_element(), value)
         else:
             append(value)
+
+
+def walk_map(shape: DocumentShape, doc: dict[str, Any]) -> None:
+    """Fold one map (a sub-document whose keys are values) into its one slot; the keys are counted apart."""
+    keys = shape.keys
+    assert keys is not None
+    keys.buffer.extend(doc)
+    keys.lengths.append(len(doc))
+    keys.occurrences += len(doc)
+    slot = shape.fields[MAP_KEY]
+    tracked = keys.key_fields
+    for key, value in doc.items():
+        kind = type(value)
+        if kind is dict:
+            if value and next(iter(value))[:1] == "$":
+                decoded = decode_wrapper(value)
+                if decoded is not value:
+                    doc[key] = decoded
+                    slot.buffer.append(decoded)
+                    continue
+            keys.key_fields_seen += 1
+            for name, inner in value.items():
+                if inner == key and (name in tracked or len(tracked) < MAP_KEY_FIELDS_TRACKED):
+                    tracked[name] += 1
+            slot.n_object += 1
+            walk_document(slot.document or slot.make_document(), value)
+        elif kind is list:
+            slot.n_array += 1
+            slot.lengths.append(len(value))
+            walk_array(slot.element or slot.make_element(), value)
+        else:
+            slot.buffer.append(value)
+    if len(keys.buffer) >= 4096:
+        keys.flush()
 
 
 def iter_slots(shape: DocumentShape):

@@ -60,6 +60,12 @@ def _cardinality(card: dict[str, Any] | None) -> str:
     return text
 
 
+def _map(keys: dict[str, Any]) -> Text:
+    form = keys["key_forms"][0]["form"] if keys["key_forms"] else "?"
+    approx = "" if keys["keys_exact"] else "~"
+    return Text(f"map: {approx}{human_number(keys['keys'])} {form} keys", style="magenta")
+
+
 def _array(array: dict[str, Any] | None) -> str:
     if not array:
         return ""
@@ -115,7 +121,7 @@ def collection_view(collection: dict[str, Any], verbose: bool = False) -> Group:
             Text("  " * (field["depth"] - 1) + field["path"]),
             bar(field["presence"]),
             _types(field["types"]),
-            _cardinality(field["cardinality"]),
+            _map(field["map"]) if field.get("map") else _cardinality(field["cardinality"]),
         ]
         if has_arrays:
             row.append(_array(field["array"]))
