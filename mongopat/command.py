@@ -48,6 +48,7 @@ def analyze_source(
     progress: ProgressFactory | None = None,
 ) -> dict[str, Any]:
     from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis, analyze_collection
+    from mongopat.analysis.in_place import patterns_in_place
     from mongopat.analysis.references import find_references
     from mongopat.report import build_report
 
@@ -83,9 +84,10 @@ def analyze_source(
     notes = []
     if source.kind == "mongomock":
         notes.append("mongomock is an in-process test double: storage sizes and index usage are not reported")
-    return build_report(
-        source.kind, source.location, source.database, [analyses[name].to_dict() for name in names], notes
-    )
+    entries = [analyses[name].to_dict() for name in names]
+    for entry in entries:
+        entry["patterns_in_place"] = patterns_in_place(entry)
+    return build_report(source.kind, source.location, source.database, entries, notes)
 
 
 def recommend(

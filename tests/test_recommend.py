@@ -145,7 +145,8 @@ def test_access_file_for_another_database_is_noted():
 def test_rules_listing():
     result = runner.invoke(app, ["rules", "-f", "json"])
     rules = json.loads(result.stdout)["rules"]
-    assert len(rules) == 21 and {r["name"] for r in rules if r["kind"] == "pattern"} == {
+    assert [r["name"] for r in rules if r["kind"] == "in-place"] == ["in_place"]
+    assert len(rules) == 22 and {r["name"] for r in rules if r["kind"] == "pattern"} == {
         "bucket",
         "outlier",
         "subset",

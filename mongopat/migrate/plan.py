@@ -15,8 +15,8 @@ from mongopat.migrate.steps import StepError, build_step
 
 PLAN_ORDER = {
     "computed": 0, "pre_aggregation": 0, "extended_reference": 0, "tree": 0, "schema_versioning": 1,
-    "polymorphic": 1, "attribute": 1, "approximation": 1, "document_versioning": 2, "subset": 3, "outlier": 3,
-    "bucket": 4, "create_index": 5, "drop_index": 5,
+    "polymorphic": 1, "attribute": 1, "map_to_array": 1, "approximation": 1, "document_versioning": 2, "subset": 3,
+    "outlier": 3, "bucket": 4, "create_index": 5, "drop_index": 5,
 }  # fmt: skip
 
 

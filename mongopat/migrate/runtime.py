@@ -255,7 +255,7 @@ class Runner(RunnerBase):
         return outcome
 
     def _finish_document_step(self, step: Step) -> None:
-        if step.name == "attribute" and step.params.get("index"):
+        if step.name in ("attribute", "map_to_array") and step.params.get("index"):
             self.db[step.collection].create_index(list(step.params["index"].items()))
 
     def _apply_batch(
@@ -635,7 +635,7 @@ class Runner(RunnerBase):
                 db[name].bulk_write(batch, ordered=True)
             for created in step.created_collections():
                 db[created].drop()
-            if step.name == "attribute" and step.params.get("index"):
+            if step.name in ("attribute", "map_to_array") and step.params.get("index"):
                 # The index may never have been created, or be gone already.
                 with contextlib.suppress(OperationFailure, PyMongoError, KeyError, ValueError):
                     db[name].drop_index(list(step.params["index"].items()))
@@ -741,6 +741,10 @@ def _shape_problems(db: Any, step: Step, stats: dict[str, Any]) -> list[str]:
         left = collection.count_documents({"$or": [{f: {"$exists": True}} for f in params["fields"]]})
         if left:
             problems.append(f"{name}: {left} document(s) still hold pivoted fields")
+    elif step.name == "map_to_array":
+        left = collection.count_documents({params["field"]: {"$type": "object"}})
+        if left:
+            problems.append(f"{name}: {left} document(s) still hold {params['field']} as a sub-document")
     elif step.name == "document_versioning":
         history = db[params["history_collection"]].count_documents({})
         if history < collection.count_documents({}):

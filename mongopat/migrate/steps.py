@@ -65,6 +65,19 @@ STEP_TYPES: dict[str, StepType] = {
             "pivot fields into an array of {k, v} pairs (attribute pattern)",
         ),
         StepType(
+            "map_to_array",
+            "document",
+            {
+                "field": Param(STR),
+                "layout": Param(STR, False, "merge"),
+                "key_field": Param(STR, False, "k"),
+                "value_field": Param(STR, False, "v"),
+                "key_in_value": Param(bool, False, False),
+                "index": Param(DICT, False),
+            },
+            "turn a sub-document keyed by values (ids, dates) into an array of documents (attribute pattern)",
+        ),
+        StepType(
             "polymorphic",
             "document",
             {"type_field": Param(STR, False, "type"), "rules": Param(LIST), "default": Param(ANY, False)},
@@ -242,6 +255,13 @@ def _check_semantics(name: str, params: dict[str, Any]) -> None:
         for rule in params.get("rules") or []:
             if not isinstance(rule, dict) or not ({"when_has", "when_missing"} & set(rule)):
                 raise StepError(f"{name}: each rule needs 'when_has' or 'when_missing', got {rule!r}")
+    if name == "map_to_array":
+        if params["layout"] not in ("merge", "pair"):
+            raise StepError(f"map_to_array: layout must be 'merge' or 'pair', got {params['layout']!r}")
+        if params["layout"] == "pair" and params["key_in_value"]:
+            raise StepError("map_to_array: key_in_value goes with layout 'merge'")
+        if params["layout"] == "pair" and params["key_field"] == params["value_field"]:
+            raise StepError("map_to_array: key_field and value_field must differ")
     if name == "pre_aggregation":
         for output, spec in params["compute"].items():
             if (

@@ -101,6 +101,65 @@ def attribute(doc: Document, step: Step, ctx: Context) -> Result:
     return Result(doc)
 
 
+def map_to_array(doc: Document, step: Step, ctx: Context) -> Result:
+    """``{"m": {"<id>": {...}}}`` -> ``{"m": [{"k": "<id>", ...}]}`` in key order, so :func:`array_to_map`
+    gives back the same document. Layout ``merge`` puts the key into each value (a document); ``pair``
+    makes ``{k, v}`` of any value; with ``key_in_value`` the values already hold their key in ``key_field``.
+    A map that is not a sub-document any more (converted, or never one) is left as it is."""
+    params = step.params
+    value = get_path(doc, params["field"])
+    if not isinstance(value, dict):
+        return Result(doc)
+    key_field = params["key_field"]
+    elements = []
+    for key, item in value.items():
+        if params["layout"] == "pair":
+            elements.append({key_field: key, params["value_field"]: item})
+            continue
+        if not isinstance(item, dict):
+            raise ValueError(
+                f"map_to_array: {params['field']}.{key} of document {doc.get('_id')!r} is not a document "
+                "(layout 'merge' needs documents; use layout 'pair')"
+            )
+        if params["key_in_value"]:
+            if item.get(key_field) != key:
+                raise ValueError(
+                    f"map_to_array: {params['field']}.{key}.{key_field} of document {doc.get('_id')!r} is "
+                    f"{item.get(key_field)!r}, not its key (key_in_value needs it to be the key)"
+                )
+            elements.append(item)
+        else:
+            if key_field in item:
+                raise ValueError(
+                    f"map_to_array: {params['field']}.{key} of document {doc.get('_id')!r} already has a field "
+                    f"{key_field!r} (choose another key_field, or key_in_value when it holds the key)"
+                )
+            elements.append({key_field: key, **item})
+    _set_path(doc, params["field"], elements)
+    return Result(doc)
+
+
+def array_to_map(doc: Document, step: Step) -> Document:
+    """The inverse of :func:`map_to_array` (an array that is not one of its outputs is left as it is)."""
+    params = step.params
+    elements = get_path(doc, params["field"])
+    if not isinstance(elements, list):
+        return doc
+    key_field = params["key_field"]
+    restored: dict[str, Any] = {}
+    for element in elements:
+        if not isinstance(element, dict) or not isinstance(element.get(key_field), str):
+            return doc
+        if params["layout"] == "pair":
+            restored[element[key_field]] = element.get(params["value_field"])
+        elif params["key_in_value"]:
+            restored[element[key_field]] = element
+        else:
+            restored[element[key_field]] = {name: item for name, item in element.items() if name != key_field}
+    _set_path(doc, params["field"], restored)
+    return doc
+
+
 def _matches(doc: Document, rule: dict[str, Any]) -> bool:
     if "when_has" in rule and not _has(doc, rule["when_has"]):
         return False
@@ -258,7 +317,8 @@ def hashable_key(value: Any) -> Any:
 
 DOCUMENT_TRANSFORMS: dict[str, Callable[[Document, Step, Context], Result]] = {
     "set_field": set_field, "unset_field": unset_field, "rename_field": rename_field, "computed": computed,
-    "attribute": attribute, "polymorphic": polymorphic, "schema_versioning": schema_versioning,
+    "attribute": attribute, "map_to_array": map_to_array, "polymorphic": polymorphic,
+    "schema_versioning": schema_versioning,
     "approximation": approximation, "tree": tree, "extended_reference": extended_reference,
     "pre_aggregation": pre_aggregation, "document_versioning": document_versioning, "subset": subset,
     "outlier": outlier,

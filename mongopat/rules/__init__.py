@@ -43,6 +43,7 @@ def _load() -> None:
         computed,
         document_versioning,
         extended_reference,
+        in_place,
         outlier,
         polymorphic,
         pre_aggregation,

@@ -21,7 +21,7 @@ SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
 class Recommendation:
     code: str
     pattern: str  # JSON name of the pattern or anti-pattern
-    kind: str  # "pattern" or "anti-pattern"
+    kind: str  # "pattern", "anti-pattern", or "in-place" (a pattern the collection already follows)
     collection: str | None
     fields: list[str]
     severity: str
@@ -93,6 +93,16 @@ class CollectionEvidence:
             return steady_rate(by_id), "_id"
         rates = [(steady_rate(p), p["field"]) for p in profiles if steady_rate(p)]
         return max(rates) if rates else (None, None)  # type: ignore[return-value]
+
+    def in_place(self, pattern: str | None = None) -> list[dict[str, Any]]:
+        """Patterns the collection already follows (the report's ``patterns_in_place``; recognised here for
+        reports written before it existed), optionally only those of one ``pattern``."""
+        found = self.data.get("patterns_in_place")
+        if found is None:
+            from mongopat.analysis.in_place import patterns_in_place
+
+            found = self.data["patterns_in_place"] = patterns_in_place(self.data)
+        return [item for item in found if pattern is None or item["pattern"] == pattern]
 
     def bulk_loaded(self) -> dict[str, Any] | None:
         """The ``_id`` profile's bulk load (the collection was imported at once), if any."""

@@ -18,7 +18,42 @@ class SubsetOrBucketSizeRule(Rule):
     name = "subset_or_bucket_size"
     kind = "anti-pattern"
     title = "Subset or bucket sized badly"
-    defaults = {"max_subset": 100, "min_bucket": 10, "max_bucket": 1000}
+    defaults = {"max_subset": 100, "min_bucket": 10, "max_bucket": 1000, "max_bucket_bytes": 2 * 1024 * 1024}
+
+    def _bucket_size(self, collection: CollectionEvidence, evidence: dict) -> list[Recommendation]:
+        median = evidence["readings_p50"] or 0
+        largest = evidence["bucket_bytes_max"] or 0
+        problems = []
+        if median < self.threshold("min_bucket"):
+            problems.append(("small", f"hold {median} readings at the median"))
+        elif median > self.threshold("max_bucket"):
+            problems.append(("large", f"hold {median} readings at the median"))
+        if largest > self.threshold("max_bucket_bytes"):
+            problems.append(("large", f"reach {largest:,} bytes (largest bucket)"))
+        if not problems:
+            return []
+        size = problems[0][0]
+        return [
+            self.finding(
+                collection.name,
+                [evidence["array"]],
+                "error" if largest > 8 * 1024 * 1024 else "warning",
+                0.6,
+                {
+                    "field": evidence["array"],
+                    "median_bucket_length": median,
+                    **evidence,
+                    "min_bucket": self.threshold("min_bucket"),
+                    "max_bucket": self.threshold("max_bucket"),
+                    "max_bucket_bytes": self.threshold("max_bucket_bytes"),
+                },
+                f"Buckets in {collection.name}.{evidence['array']} {' and '.join(p[1] for p in problems)}: too "
+                f"{size}. Resize the bucket window (or cap the readings per bucket) so that buckets hold tens to "
+                "hundreds of measurements and stay far below the 16 MiB document limit: every push rewrites the "
+                "bucket.",
+                title=f"Buckets too {size}",
+            )
+        ]
 
     def check(self, collection: CollectionEvidence) -> list[Recommendation]:
         found = []
@@ -40,36 +75,23 @@ class SubsetOrBucketSizeRule(Rule):
                         title="Subset too large",
                     )
                 )
-        has_count = any(f["path"] in ("count", "nReadings", "n", "size") for f in collection.top_level())
-        for field in collection.arrays():
-            if field["depth"] != 1 or not has_count:
-                continue
-            timestamped = any(
-                collection.dominant_type(path) == "date"
-                for path in collection.fields
-                if path.startswith(field["path"] + "[].")
-            )
-            median = field["array"]["p50"] or 0
-            if not timestamped:
-                continue
-            if median < self.threshold("min_bucket") or median > self.threshold("max_bucket"):
-                size = "small" if median < self.threshold("min_bucket") else "large"
+        for bucketed in collection.in_place("bucket"):
+            found.extend(self._bucket_size(collection, bucketed["evidence"]))
+        for embedded in collection.in_place("subset"):
+            evidence = embedded["evidence"]
+            median = evidence["embedded_p50"] or 0
+            if median > self.threshold("max_subset"):
                 found.append(
                     self.finding(
                         collection.name,
-                        [field["path"]],
+                        [evidence["array"]],
                         "warning",
-                        0.6,
-                        {
-                            "field": field["path"],
-                            "median_bucket_length": median,
-                            "min_bucket": self.threshold("min_bucket"),
-                            "max_bucket": self.threshold("max_bucket"),
-                        },
-                        f"Buckets in {collection.name}.{field['path']} hold {median} elements at the median: "
-                        f"too {size}. "
-                        "Resize the bucket window so that buckets hold tens to hundreds of measurements.",
-                        title=f"Buckets too {size}",
+                        0.65,
+                        {**evidence, "max_subset": self.threshold("max_subset")},
+                        f"{collection.name}.{evidence['array']} embeds {median} elements at the median next to "
+                        f"{evidence['count_field']}: a subset that large keeps documents big. Embed what the first "
+                        "screen shows and page the rest from the full list.",
+                        title="Subset too large",
                     )
                 )
         return found

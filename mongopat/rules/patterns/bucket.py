@@ -25,15 +25,22 @@ class BucketRule(Rule):
     (sensor readings, ticks, events), cost an index entry and a document header apiece. Grouping one
     series' documents of a time window into one bucket document divides the document and index count by
     the bucket size, and range reads by series and time touch a few buckets instead of thousands of
-    documents. Thresholds: ``max_document_bytes`` (median size), ``min_inserts_per_sec`` (measured from
-    ``_id``/date fields or declared), ``target_bucket_documents`` (the window is chosen to fill buckets
-    to about this many documents)."""
+    documents. Documents of a few KiB gain as much as tiny ones: what must stay bounded is the bucket's
+    size in bytes. Thresholds: ``max_bucket_bytes`` (a bucket's size, far below the 16 MiB limit: buckets
+    are rewritten on every push), ``min_documents_per_bucket`` (refused when documents are so large that
+    fewer would fit in ``max_bucket_bytes``), ``max_document_bytes`` (median size past which bucketing is
+    refused outright), ``min_inserts_per_sec`` (measured from ``_id``/date fields, bulk loads excepted, or
+    declared), ``target_bucket_documents`` (the window is chosen to fill buckets to about this many
+    documents, fewer when their bytes would pass ``max_bucket_bytes``). Collections already bucketed are
+    left to MP100 and MP207."""
 
     code = "MP101"
     name = "bucket"
     title = "Group time-series documents into buckets"
     defaults = {
-        "max_document_bytes": 1024,
+        "max_bucket_bytes": 1024 * 1024,
+        "min_documents_per_bucket": 10,
+        "max_document_bytes": 16 * 1024,
         "min_inserts_per_sec": 1.0,
         "target_bucket_documents": 200,
         "min_documents": 1000,
@@ -48,16 +55,22 @@ class BucketRule(Rule):
             return []
         if median > self.threshold("max_document_bytes") or max(collection.count, 0) < self.threshold("min_documents"):
             return []
-        if any(f["array"] and f["array"]["p50"] and f["array"]["p50"] > 1 for f in collection.top_level()):
-            return []  # already holds arrays of measurements: bucketed or something else
+        if collection.in_place("bucket"):
+            return []  # bucketed already: MP100 names it, MP207 checks its size
+        # The bucket's readings are bounded by bytes: its largest documents (p95) times the readings it holds.
+        large = collection.size.get("p95") or median
+        capacity = int(self.threshold("max_bucket_bytes") // max(large, 1))
+        if capacity < self.threshold("min_documents_per_bucket"):
+            return []  # documents too large: a bucket would hold only a few
         time_field, series, queried = self._keys(collection)
         if time_field is None or series is None:
             return []
         series_count = max(1, collection.cardinality(series) or 1)
         per_series = rate / series_count
-        target = self.threshold("target_bucket_documents")
+        target = min(self.threshold("target_bucket_documents"), capacity)
         window = window_for(per_series, target)
         per_bucket = max(1.0, per_series * window)
+        max_bucket_size = int(min(1000, capacity))
         numeric = ("double", "int", "long", "decimal")
         measurements = [
             f["path"]
@@ -81,6 +94,8 @@ class BucketRule(Rule):
             "inserts_per_sec_per_series": round(per_series, 4),
             "window_seconds": window,
             "documents_per_bucket": round(per_bucket, 1),
+            "bucket_bytes_estimate": round(min(per_bucket, max_bucket_size) * median),
+            "max_bucket_documents": max_bucket_size,
             "estimated_documents_after": max(1, round(collection.count / per_bucket)),
             "range_query_declared": queried,
         }
@@ -115,6 +130,7 @@ class BucketRule(Rule):
                     "time_field": time_field,
                     "window_seconds": window,
                     "measurements": measurements,
+                    "max_bucket_size": max_bucket_size,
                     "alternative": {
                         "timeseries": {"timeField": time_field, "metaField": series, "granularity": granularity}
                     }

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from mongopat.rules import register
 from mongopat.rules.base import CollectionEvidence, Recommendation, Rule
-
-DISCRIMINATOR_NAMES = ("type", "kind", "category", "class", "_type", "_t", "activityType", "eventType")
+from mongopat.rules.kinds import find_kinds
 
 
 @register
@@ -23,54 +22,36 @@ class PolymorphicRule(Rule):
     defaults = {"min_shape_share": 0.05, "min_core_fields": 2, "min_shared_fields": 3, "min_similarity": 0.6}
 
     def check(self, collection: CollectionEvidence) -> list[Recommendation]:
-        drift = collection.data.get("drift") or {}
-        total = sum(s["documents"] for s in drift.get("shapes", []))
-        major = [
-            s for s in drift.get("shapes", []) if total and s["documents"] / total >= self.threshold("min_shape_share")
-        ]
-        if len(major) < 2 or drift.get("appeared") or drift.get("vanished"):
-            return []  # one shape, or shapes that follow each other in time (schema versioning's case)
-        core = set.intersection(*(set(s["fields"]) for s in major)) - {"_id"}
-        if len(core) < self.threshold("min_core_fields"):
+        found = find_kinds(collection, self.threshold("min_shape_share"), self.threshold("min_core_fields"))
+        if found is None:
             return []
-        # Kinds have fields of their own; a shape that only lacks an optional field is not a kind.
-        distinct = 0
-        for shape in major:
-            others = set().union(*(set(o["fields"]) for o in major if o is not shape))
-            distinct += bool(set(shape["fields"]) - others)
-        if distinct < 2:
-            return []
-        discriminator = self._discriminator(collection, core, len(major))
-        specific = {",".join(sorted(set(s["fields"]) - core - {"_id"})) or "(core only)": s["documents"] for s in major}
-        rules = []
-        for shape in major:
-            own = sorted(set(shape["fields"]) - core - {"_id"})
-            if own:
-                rules.append({"when_has": own[0], "type": own[0]})
+        core, discriminator = found.core, found.discriminator
+        specific = {",".join(kind.specific) or "(core only)": kind.documents for kind in found.kinds}
+        rules = [{"when_has": kind.specific[0], "type": kind.specific[0]} for kind in found.kinds if kind.specific]
         evidence = {
-            "shapes": len(major),
+            "shapes": len(found.kinds),
             "documents_by_shape": specific,
-            "core_fields": sorted(core),
+            "core_fields": core,
             "discriminator": discriminator,
         }
         if discriminator:
             rationale = (
-                f"{collection.name} holds {len(major)} kinds of documents that share {', '.join(sorted(core))} and "
+                f"{collection.name} holds {len(found.kinds)} kinds of documents that share {', '.join(core)} and "
                 f"differ by kind, told apart by '{discriminator}'. Treat it as one polymorphic collection: index "
                 f"'{discriminator}' with the common query fields, filter on it, and validate each kind's fields."
             )
             migration = {"step": "create_index", "collection": collection.name, "keys": {discriminator: 1}}
         else:
             rationale = (
-                f"{collection.name} holds {len(major)} shapes of documents side by side, sharing "
-                f"{', '.join(sorted(core))}, with no field naming the kind. A 'type' field set from each shape's "
+                f"{collection.name} holds {len(found.kinds)} shapes of documents side by side, sharing "
+                f"{', '.join(core)}, with no field naming the kind. A 'type' field set from each shape's "
                 "own fields makes the kinds explicit to queries, indexes and validation."
             )
             migration = {"step": "polymorphic", "collection": collection.name, "type_field": "type", "rules": rules}
         return [
             self.finding(
                 collection.name,
-                sorted(core),
+                core,
                 "info",
                 0.75 if discriminator else 0.6,
                 evidence,
@@ -82,17 +63,6 @@ class PolymorphicRule(Rule):
                 migration=migration,
             )
         ]
-
-    def _discriminator(self, collection: CollectionEvidence, core: set[str], kinds: int) -> str | None:
-        candidates = []
-        for name in core:
-            field = collection.field(name)
-            card = field.get("cardinality") if field else None
-            if not card or not card.get("top") or collection.dominant_type(name) != "string":
-                continue
-            if 2 <= card["distinct"] <= max(kinds * 2, 10):
-                candidates.append((name in DISCRIMINATOR_NAMES, -abs(card["distinct"] - kinds), name))
-        return max(candidates)[2] if candidates else None
 
     def check_database(self) -> list[Recommendation]:
         found = []
