@@ -207,6 +207,7 @@ def draft_access(
     server = None
     data_rates: dict[str, tuple[float, str]] = {}
     known: list[str] = []
+    references: dict[tuple[str, str], str] = {}
     if spec.uri or spec.dump:
         with open_source(spec) as source:
             database = source.database
@@ -216,6 +217,8 @@ def draft_access(
             report = analyze_source(source, None, AnalyzeOptions(sample_size=sample_size))
         known = [c["name"] for c in report["collections"]]
         for collection in report["collections"]:
+            for reference in collection["references"]:  # best match first
+                references.setdefault((collection["name"], reference["field"]), reference["target"])
             profile = next((p for p in collection["time"] if p["field"] == "_id"), None)
             rate = steady_rate(profile) if profile else None
             if profile and rate:
@@ -237,7 +240,7 @@ def draft_access(
         )
     if log_scan is not None:
         log_scan.observations = {key: value for key, value in log_scan.observations.items() if key[0] == database}
-    return build_draft(database, server, log_scan, data_rates, statuses, known)
+    return build_draft(database, server, log_scan, data_rates, statuses, known, references)
 
 
 class _NoSource(contextlib.AbstractContextManager):

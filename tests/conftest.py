@@ -79,3 +79,54 @@ def write_bson_dump(
 
 def load_json(text: str) -> Any:
     return json.loads(text)
+
+
+def write_archive(
+    path: Path,
+    collections: dict[tuple[str, str], list[dict[str, Any]]],
+    compress: bool = False,
+    block: int = 3,
+    indexes: dict[tuple[str, str], list[dict]] | None = None,
+    views: list[tuple[str, str]] = (),
+) -> Path:
+    """A ``mongodump --archive`` file: magic, prelude, then blocks of ``block`` documents that alternate
+    between the collections (as concurrent dumps interleave them), each collection closed by an EOF header."""
+    import gzip as gzip_module
+    import struct
+
+    terminator = b"\xff\xff\xff\xff"
+    out = [struct.pack("<I", 0x8199E26D)]
+    out.append(
+        bson.encode(
+            {"concurrent_collections": 4, "version": "0.1", "server_version": "7.0.0", "tool_version": "100.9.0"}
+        )
+    )
+    for (db, name), _docs in collections.items():
+        meta = {"indexes": [{"v": 2, "key": {"_id": 1}, "name": "_id_"}, *((indexes or {}).get((db, name), []))]}
+        out.append(
+            bson.encode(
+                {"db": db, "collection": name, "metadata": json_util.dumps(meta), "size": 0, "type": "collection"}
+            )
+        )
+    for db, name in views:
+        out.append(bson.encode({"db": db, "collection": name, "metadata": "{}", "size": 0, "type": "view"}))
+    out.append(terminator)
+    cursors = {key: 0 for key in collections}
+    while cursors:
+        for key in list(cursors):
+            docs = collections[key]
+            start = cursors[key]
+            chunk = docs[start : start + block]
+            if chunk:
+                out.append(bson.encode({"db": key[0], "collection": key[1], "EOF": False, "CRC": 0}))
+                out.extend(bson.encode(doc) for doc in chunk)
+                out.append(terminator)
+                cursors[key] = start + block
+            if cursors[key] >= len(docs):
+                out.append(bson.encode({"db": key[0], "collection": key[1], "EOF": True, "CRC": 0}))
+                out.append(terminator)
+                del cursors[key]
+    data = b"".join(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip_module.compress(data) if compress else data)
+    return path

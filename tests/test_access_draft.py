@@ -458,3 +458,50 @@ def test_draft_on_a_live_source_never_writes(mongo):
     assert result.exit_code in (0, 1), result.output
     after = {name: list(mongo.db[name].find()) for name in mongo.db.list_collection_names()}
     assert before == after
+
+
+def deals_only_log(tmp_path) -> Path:
+    """A third of the log is a $match + $group over deals by accountId; no query names the accounts."""
+    lines = []
+    for i in range(90):
+        command_ = (
+            {
+                "aggregate": "deals",
+                "pipeline": [
+                    {"$match": {"accountId": {"$oid": str(ObjectId())}}},
+                    {"$group": {"_id": "$accountId", "total": {"$sum": "$amount"}, "deals": {"$sum": 1}}},
+                ],
+                "$db": "crm",
+            }
+            if i % 3 == 0
+            else {"find": "contacts", "filter": {"email": f"x{i}@y"}, "$db": "crm"}
+        )
+        attr = {"type": "command", "ns": f"crm.{command_.get('aggregate') or command_['find']}", "command": command_,
+                "planSummary": "IXSCAN { x: 1 }", "docsExamined": 5, "nreturned": 1, "durationMillis": 120}  # fmt: skip
+        lines.append(log_line(i, attr))
+    return write_log(tmp_path / "deals.log", lines)
+
+
+def test_a_group_with_no_known_parent_stays_under_the_collection_it_reads(tmp_path):
+    draft = command.draft_access(SourceSpec(), [str(deals_only_log(tmp_path))])
+    [grouped] = draft.collections["deals"].queries
+    assert grouped.spec["filter"] == {"accountId": "eq"} and grouped.spec["fields"] == ["accountId", "amount"]
+    assert "$group by accountId computing total = sum(amount), deals = count" in grouped.comment
+    from mongopat.draft.render import to_yaml
+
+    parse_access_text(to_yaml(draft), "draft.yaml")  # still a valid access file
+
+
+def test_a_group_is_attached_by_the_measured_reference_not_by_name(tmp_path):
+    import shutil
+
+    crm = tmp_path / "crm"
+    shutil.copytree(SAMPLES / "crm" / "crm", crm)
+    (crm / "accounts.json").rename(crm / "crm_accounts.json")
+    # A collection named like the key that the key does not refer to.
+    (crm / "accounts.json").write_text("".join(f'{{"_id": "a{i}", "name": "other"}}\n' for i in range(5)))
+    draft = command.draft_access(SourceSpec(dump=str(crm)), [str(deals_only_log(tmp_path))])
+    [grouped] = draft.collections["crm_accounts"].queries
+    assert grouped.spec["aggregate"]["from"] == "deals" and grouped.spec["aggregate"]["foreign"] == "accountId"
+    assert "attached to crm_accounts by the measured reference" in grouped.comment
+    assert not draft.collections.get("accounts") or not draft.collections["accounts"].queries

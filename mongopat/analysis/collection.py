@@ -163,8 +163,7 @@ class CollectionAnalysis:
         present = slot.count
         if parent is not None and parent.keys is not None:
             # The one slot of a map: present in the maps holding at least one key.
-            present = parent.keys.nonempty + (parent.keys.documents_before if parent.keys.occurrences else 0)
-            present = min(present, parent.count)
+            present = parent.count - parent.empty
         entry: dict[str, Any] = {
             "path": slot.path,
             "depth": slot.depth,

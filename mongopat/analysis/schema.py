@@ -183,7 +183,7 @@ class Slot:
 class DocumentShape:
     """The fields seen in documents at one place: the root, a sub-document, or documents inside an array."""
 
-    __slots__ = ("path", "depth", "in_array", "count", "fields", "limits", "on_dates", "keys")
+    __slots__ = ("path", "depth", "in_array", "count", "empty", "fields", "limits", "on_dates", "keys")
 
     def __init__(
         self,
@@ -198,6 +198,7 @@ class DocumentShape:
         self.in_array = in_array
         self.limits = limits
         self.count = 0
+        self.empty = 0  # empty documents ({}): a map's slot is present in the others
         self.fields: dict[str, Slot] = {}
         self.on_dates = on_dates
         # Set when this sub-document turned out to be a map: its keys, and ``fields`` holds one slot.
@@ -264,6 +265,7 @@ class DocumentShape:
             assert self.keys is not None and other.keys is not None
             self.keys.merge(other.keys)
         self.count += other.count
+        self.empty += other.empty
         for name, slot in other.fields.items():
             mine = self.fields.get(name)
             if mine is None:
@@ -276,7 +278,7 @@ class MapKeys:
     """The keys of a map: how many distinct ones, their form, how many per document, and which field of the
     values repeats the key. Bounded like any other path: a DistinctCounter and a few counters."""
 
-    __slots__ = ("distinct", "buffer", "per_document", "occurrences", "nonempty", "documents_before",
+    __slots__ = ("distinct", "buffer", "per_document", "occurrences", "documents_before",
                  "key_fields", "key_fields_seen", "lengths")  # fmt: skip
 
     def __init__(self, limits: Limits) -> None:
@@ -287,7 +289,6 @@ class MapKeys:
         self.per_document = Distribution()
         self.lengths: list[int] = []
         self.occurrences = 0
-        self.nonempty = 0
         # Documents walked before the sub-document was recognised as a map (their keys per document are
         # counted in ``occurrences`` but not in ``per_document``).
         self.documents_before = 0
@@ -304,7 +305,6 @@ class MapKeys:
             self.buffer = []
         if self.lengths:
             self.per_document.add_many(self.lengths)
-            self.nonempty += sum(1 for length in self.lengths if length)
             self.lengths = []
 
     def merge(self, other: MapKeys) -> None:
@@ -313,7 +313,6 @@ class MapKeys:
         self.distinct.merge(other.distinct)
         self.per_document.merge(other.per_document)
         self.occurrences += other.occurrences
-        self.nonempty += other.nonempty
         self.documents_before += other.documents_before
         self.key_fields.update(other.key_fields)
         self.key_fields_seen += other.key_fields_seen
@@ -333,9 +332,7 @@ class MapKeys:
             "value_path": value_path,
             "keys": self.distinct.estimate(),
             "keys_exact": self.distinct.exact,
-            "key_forms": [
-                {"form": form, "share": round(count / total, 4)} for form, count in forms.most_common()
-            ],
+            "key_forms": [{"form": form, "share": round(count / total, 4)} for form, count in forms.most_common()],
             "keys_per_document": {
                 "mean": round(self.occurrences / documents, 2) if documents else None,
                 "p50": measured["p50"] if measured else None,
@@ -367,6 +364,11 @@ def walk_document(shape: DocumentShape, doc: dict[str, Any]) -> None:
     as much again as the whole walk.
     """
     shape.count += 1
+    if not doc:
+        shape.empty += 1
+        if shape.keys is not None:
+            shape.keys.lengths.append(0)
+        return
     if shape.keys is not None:
         walk_map(shape, doc)
         return

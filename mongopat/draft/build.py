@@ -103,8 +103,10 @@ def _evidence(observation: Observation, span: float | None) -> tuple[str, list[s
     return ", ".join(parts), flags
 
 
-def _query_spec(shape: QueryShape, known: set[str]) -> tuple[str, dict[str, Any]] | None:
-    """(collection the query belongs to, its access-file mapping)."""
+def _query_spec(
+    shape: QueryShape, known: set[str], references: dict[tuple[str, str], str] | None = None
+) -> tuple[str, dict[str, Any], str]:
+    """(collection the query belongs to, its access-file mapping, how it was placed when not plainly)."""
     spec: dict[str, Any] = {}
     if shape.filter:
         spec["filter"] = dict(shape.filter)
@@ -122,15 +124,30 @@ def _query_spec(shape: QueryShape, known: set[str]) -> tuple[str, dict[str, Any]
             spec["lookup"]["fields"] = list(lookup.fields)
         if lookup.as_field:
             spec["lookup"]["as"] = lookup.as_field
+    placed = ""
     if shape.group is not None and shape.group.key and shape.group.compute:
-        parent = _parent_of(shape.group.key, known)
-        if parent is None:
-            return None  # an aggregate we cannot attach to a parent collection: left out, not guessed
+        key = shape.group.key
+        computes = ", ".join(
+            f"{out} = count" if op == "count" else f"{out} = {op}({arg})" for out, op, arg in shape.group.compute
+        )
+        measured = (references or {}).get((shape.collection, key))
+        parent = measured or _parent_of(key, known)
+        if parent is None or parent == shape.collection:
+            # Kept where it runs, with what it computes: a read is never dropped for want of a parent.
+            fields = [key, *(arg for _out, op, arg in shape.group.compute if op != "count" and isinstance(arg, str))]
+            spec.setdefault("fields", list(dict.fromkeys(fields)))
+            placed = (
+                f"$group by {key} computing {computes}; no collection that {key} refers to is known, so it "
+                f"stays under {shape.collection} (move it to an aggregate entry of that collection once known)"
+            )
+            return owner, spec, placed
         compute = {out: ({"count": True} if op == "count" else {op: arg}) for out, op, arg in shape.group.compute}
         spec = {"filter": {"_id": "eq"}, "aggregate": {"from": shape.collection, "local": "_id",
-                                                     "foreign": shape.group.key, "compute": compute}}  # fmt: skip
+                                                     "foreign": key, "compute": compute}}  # fmt: skip
         owner = parent
-    return owner, spec
+        how = "the measured reference" if measured else "the field's name (no measured reference)"
+        placed = f"$group of {shape.collection} by {key} computing {computes}; attached to {parent} by {how}"
+    return owner, spec, placed
 
 
 def _parent_of(key: str, known: set[str]) -> str | None:
@@ -151,7 +168,10 @@ def build_draft(
     data_rates: dict[str, tuple[float, str]] | None,
     statuses: list[SourceStatus],
     known_collections: list[str] | None = None,
+    references: dict[tuple[str, str], str] | None = None,
 ) -> Draft:
+    """``references`` maps (collection, field) to the collection its values were measured to refer to:
+    aggregates are attached by them first, by field names only as a fallback."""
     collections: dict[str, DraftCollection] = {}
 
     def collection(name: str) -> DraftCollection:
@@ -188,10 +208,7 @@ def build_draft(
                         f"{observation.count:,} slow {shape.kind}s in {observation.source}",
                     )
             continue
-        placed = _query_spec(shape, known)
-        if placed is None:
-            continue
-        owner, spec = placed
+        owner, spec, _placed = _query_spec(shape, known, references)
         key = (owner, repr(sorted(spec.items(), key=str)))
         if key in best:
             previous, previous_span, others = best[key]
@@ -204,10 +221,10 @@ def build_draft(
     for (owner, _), (observation, span, others) in sorted(
         best.items(), key=lambda item: (item[0][0], -item[1][0].count)
     ):
-        placed = _query_spec(observation.shape, known)
-        assert placed is not None
-        _, spec = placed
+        _, spec, placed = _query_spec(observation.shape, known, references)
         comment, flags = _evidence(observation, span)
+        if placed:
+            comment += f"; {placed}"
         if others:
             comment += f"; also seen in {', '.join(sorted(set(others)))}"
         per_sec = observation.count / span if span else None

@@ -742,7 +742,10 @@ def _shape_problems(db: Any, step: Step, stats: dict[str, Any]) -> list[str]:
         if left:
             problems.append(f"{name}: {left} document(s) still hold pivoted fields")
     elif step.name == "map_to_array":
-        left = collection.count_documents({params["field"]: {"$type": "object"}})
+        # $type matches an array by its elements: an array of documents is "object" too, hence the $not.
+        field = params["field"]
+        still_maps = {"$and": [{field: {"$type": "object"}}, {field: {"$not": {"$type": "array"}}}]}
+        left = collection.count_documents(still_maps)
         if left:
             problems.append(f"{name}: {left} document(s) still hold {params['field']} as a sub-document")
     elif step.name == "document_versioning":

@@ -40,3 +40,35 @@ def test_silent_on_healthy_and_slow_collections(tmp_path):
 def test_threshold_is_configurable(tmp_path):
     report = report_of(tmp_path, {"readings": readings()})
     assert findings(report, thresholds={"MP101": {"min_inserts_per_sec": 100}}, rule="MP101") == []
+
+
+def weather(n=3000, per_second=10, stations=10, padding=1500):
+    """Observations of about 1.7 KiB: bucketing pays for them too."""
+    docs = readings(n, per_second, stations)
+    for doc in docs:
+        doc["report"] = "x" * padding
+    return docs
+
+
+def test_fires_on_documents_of_a_few_kib_bounded_by_bucket_bytes(tmp_path):
+    report = report_of(tmp_path, {"readings": weather()})
+    [rec] = findings(report, rule="MP101")
+    assert rec.evidence["median_document_bytes"] > 1024
+    assert rec.evidence["bucket_bytes_estimate"] <= 1024 * 1024
+    assert rec.migration["max_bucket_size"] * rec.evidence["median_document_bytes"] <= 1024 * 1024
+    small = findings(report, thresholds={"MP101": {"max_bucket_bytes": 64 * 1024}}, rule="MP101")[0]
+    assert small.migration["max_bucket_size"] < rec.migration["max_bucket_size"]
+    assert "time-series collection" in rec.rationale
+
+
+def test_refuses_large_documents(tmp_path):
+    report = report_of(tmp_path, {"readings": weather(n=1500, padding=120_000)})
+    assert findings(report, rule="MP101") == []
+
+
+def test_a_bulk_load_is_not_an_insert_rate(tmp_path):
+    loaded = readings(n=2000, per_second=2000)  # every _id within one second: an import
+    report = report_of(tmp_path, {"readings": loaded})
+    profile = next(p for p in report["collections"][0]["time"] if p["field"] == "_id")
+    assert profile["bulk_load"]["share"] == 1.0
+    assert findings(report, rule="MP101") == []

@@ -36,3 +36,18 @@ def test_buckets_too_small(tmp_path):
 
 def test_silent_on_healthy_collections(tmp_path):
     assert findings(report_of(tmp_path, {"things": healthy_collection()}), rule="MP207") == []
+
+
+def test_buckets_too_large_in_bytes(tmp_path):
+    from tests.rules.test_mp100_in_place import buckets
+
+    report = report_of(tmp_path, {"buckets": buckets(n=20, readings=120)})
+    assert findings(report, rule="MP207") == []
+    [rec] = findings(report, thresholds={"MP207": {"max_bucket_bytes": 2048}}, rule="MP207")
+    assert rec.title == "Buckets too large" and "bytes" in rec.rationale
+
+
+def test_subset_in_place_too_large(tmp_path):
+    posts = [{"_id": i, "comments": [{"t": j} for j in range(150)], "commentsCount": 400} for i in range(30)]
+    [rec] = findings(report_of(tmp_path, {"posts": posts}), rule="MP207")
+    assert rec.title == "Subset too large" and rec.evidence["count_field"] == "commentsCount"

@@ -57,6 +57,8 @@ class BucketRule(Rule):
             return []
         if collection.in_place("bucket"):
             return []  # bucketed already: MP100 names it, MP207 checks its size
+        if any(_embeds_documents(f) for f in collection.top_level()):
+            return []  # documents that embed lists of entities (order lines) are records, not readings
         # The bucket's readings are bounded by bytes: its largest documents (p95) times the readings it holds.
         large = collection.size.get("p95") or median
         capacity = int(self.threshold("max_bucket_bytes") // max(large, 1))
@@ -166,6 +168,13 @@ class BucketRule(Rule):
             candidates.append((bool(SERIES_NAME.search(path)), -distinct, path))
         series = max(candidates)[2] if candidates else None
         return time_field, series, False
+
+
+def _embeds_documents(field: dict) -> bool:
+    array = field.get("array")
+    if not array or (array.get("p50") or 0) <= 1 or not array.get("element_types"):
+        return False
+    return array["element_types"][0]["type"] == "object"
 
 
 def _human(seconds: int) -> str:
