@@ -135,27 +135,43 @@ class FileLock(LeaseLock):
         except (FileNotFoundError, ValueError):
             return None
 
-    def _try(self) -> bool:
-        data = json_util.dumps(self._document()).encode()
+    def _write(self, exclusive: bool) -> bool:
+        """Write the lease through a temporary file of this holder's own, so the lock file is never seen
+        empty or half written: created with a hard link when ``exclusive`` (fails if it exists), else
+        replaced. An empty lock file once let a second run take a fresh lock over as unreadable."""
+        own = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.holder)
+        temporary = self.path.with_name(f".{self.path.name}.{own}{TMP_SUFFIX}")
+        with temporary.open("wb") as handle:
+            handle.write(json_util.dumps(self._document()).encode())
+            handle.flush()
+            os.fsync(handle.fileno())
         try:
-            descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            if exclusive:
+                os.link(temporary, self.path)
+            else:
+                temporary.replace(self.path)
         except FileExistsError:
-            current = self.current()
-            if current is not None and current.get("expires_at") and current["expires_at"] >= utcnow():
-                return current.get("holder") == self.holder
-            _fsync_write(self.path, data)  # expired (or unreadable): take it over, then check we won
-            time.sleep(0.05)
-            current = self.current()
-            return bool(current and current.get("holder") == self.holder)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
+            return False
+        finally:
+            temporary.unlink(missing_ok=True)
         return True
+
+    def _try(self) -> bool:
+        if self._write(exclusive=True):
+            return True
+        current = self.current()
+        if current is not None and current.get("expires_at") and current["expires_at"] >= utcnow():
+            return current.get("holder") == self.holder
+        self._write(exclusive=False)  # expired (or unreadable): take it over, then check we won
+        time.sleep(0.05)
+        current = self.current()
+        return bool(current and current.get("holder") == self.holder)
 
     def renew(self) -> None:
         current = self.current()
         if not current or current.get("holder") != self.holder:
             raise OperationFailed("the migration lock was lost (lease expired and taken over); stopping")
-        _fsync_write(self.path, json_util.dumps(self._document()).encode())
+        self._write(exclusive=False)
 
     def release(self) -> None:
         if self.held:
