@@ -113,8 +113,8 @@ def extended_reference(collection: Collection) -> list[dict[str, Any]]:
     found = []
     references = collection.get("references", [])
     for field in _top_level(fields):
-        if _dominant(field) != "object":
-            continue
+        if _dominant(field) != "object" or field["path"] == "_id":
+            continue  # a compound _id ({parent, page}) names the document, it copies nothing
         children = _children(fields, field["path"])
         for reference in references:
             ref_field = reference["field"]
@@ -209,8 +209,29 @@ def tree(collection: Collection) -> dict[str, Any] | None:
     }
 
 
+def approximation(collection: Collection) -> list[dict[str, Any]]:
+    """A counter stored with the factor it is incremented by (``likes`` and ``likesFactor``)."""
+    fields = _fields(collection)
+    found = []
+    for path, field in fields.items():
+        if not path.endswith("Factor") or _dominant(field) not in ("int", "long"):
+            continue
+        counter = path[: -len("Factor")]
+        if _dominant(fields.get(counter)) in NUMERIC:
+            card = field.get("cardinality") or {}
+            factors = [item["value"] for item in card.get("top") or []]
+            found.append(
+                {
+                    "pattern": "approximation",
+                    "fields": [counter, path],
+                    "evidence": {"counter": counter, "factors": factors},
+                }
+            )
+    return found
+
+
 RECOGNISERS: tuple[Callable[[Collection], Any], ...] = (
-    bucket, attribute, extended_reference, subset, schema_versioning, outlier, tree,
+    bucket, attribute, extended_reference, subset, schema_versioning, outlier, tree, approximation,
 )  # fmt: skip
 
 

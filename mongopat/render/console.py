@@ -149,6 +149,12 @@ def collection_view(collection: dict[str, Any], verbose: bool = False) -> Group:
                 style="yellow",
             )
         parts.append(line)
+    for item in collection.get("patterns_in_place") or []:
+        parts.append(
+            Text(
+                f"  pattern in place: {item['pattern'].replace('_', ' ')} ({', '.join(item['fields'])})", style="green"
+            )
+        )
     drift = collection["drift"]
     for item in drift["appeared"]:
         parts.append(

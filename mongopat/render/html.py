@@ -189,6 +189,10 @@ def _collection_section(
     ]
     if changes:
         parts.append("<h3>Shape drift</h3><ul>" + "".join(changes) + "</ul>")
+    if collection.get("patterns_in_place"):
+        parts.append("<h3>Patterns in place</h3><ul>" + "".join(
+            f"<li>{escape(p['pattern'].replace('_', ' '))}: <code>{escape(', '.join(p['fields']))}</code></li>"
+            for p in collection["patterns_in_place"]) + "</ul>")  # fmt: skip
     if collection.get("references"):
         parts.append("<h3>References</h3><ul>" + "".join(
             f"<li><code>{escape(r['field'])}</code> → <code>{escape(r['target'])}._id</code> ({r['matched']}/{r['checked']} sampled values matched)</li>"

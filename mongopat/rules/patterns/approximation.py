@@ -29,6 +29,8 @@ class ApproximationRule(Rule):
             rate = counter.increments_per_sec
             if counter.exact or rate < self.threshold("min_increments_per_sec"):
                 continue
+            if collection.field(f"{counter.field}Factor"):
+                continue  # counted approximately already (MP100 names it)
             factor = 10 ** max(1, math.ceil(math.log10(rate / self.threshold("target_writes_per_sec"))))
             found.append(
                 self.finding(

@@ -43,6 +43,8 @@ class ExtendedReferenceRule(Rule):
                 None,
             )
             alias = lookup.as_field or _singular(lookup.source)
+            if all(collection.field(f"{alias}.{name}") for name in lookup.fields):
+                continue  # the copies are there already (MP100 names them, MP208 checks they stay fresh)
             found.append(
                 self.finding(
                     collection.name,

@@ -13,15 +13,17 @@ WHAT = {
     "schema_versioning": "a schema version field",
     "outlier": "overflow documents for outliers",
     "tree": "materialised ancestors",
+    "approximation": "a counter incremented approximately, with its factor",
 }
 
 
 @register
 class InPlaceRule(Rule):
     """A collection that is already bucketed, pivoted into ``{k, v}`` attributes, carrying an extended
-    reference, embedding a subset, versioned, flagged for overflow or holding materialised ancestors
-    follows the pattern already: it gets an info line naming it (with the figures the common-mistake
-    rules MP207 and MP208 check), never a recommendation to apply it again."""
+    reference, embedding a subset, versioned, flagged for overflow, holding materialised ancestors or
+    counting approximately with a stored factor follows the pattern already: it gets an info line naming
+    it (with the figures the common-mistake rules MP207 and MP208 check), never a recommendation to apply
+    it again."""
 
     code = "MP100"
     name = "in_place"
