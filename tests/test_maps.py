@@ -213,3 +213,16 @@ def test_map_migration_round_trips_a_dump_folder_byte_for_byte(tmp_path):
     assert path.read_bytes() != before
     runner.down()
     assert path.read_bytes() == before
+
+
+def test_map_values_in_extended_json_are_decoded_and_measured_as_bson(tmp_path):
+    lines = [
+        json.dumps({"_id": i, "seen": {f"{j:024x}": {"$date": "2024-01-01T00:00:00Z"} for j in range(i, i + 40)}})
+        for i in range(100)
+    ]
+    (tmp_path / "c.json").write_text("\n".join(lines) + "\n")
+    collection = analyze(SourceSpec(dump=str(tmp_path)))["collections"][0]
+    fields = {f["path"]: f for f in collection["fields"]}
+    assert set(fields) == {"_id", "seen", "seen.<key>"} and fields["seen.<key>"]["types"][0]["type"] == "date"
+    # 40 keys of 24 hex digits holding an 8-byte date each: the size of the BSON, not of the JSON wrappers.
+    assert collection["document_size"]["p50"] == 1385

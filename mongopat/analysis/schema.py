@@ -419,35 +419,25 @@ def walk_array(slot: Slot, items: list[Any]) -> None:
 
 
 def walk_map(shape: DocumentShape, doc: dict[str, Any]) -> None:
-    """Fold one map (a sub-document whose keys are values) into its one slot; the keys are counted apart."""
+    """Fold one map (a sub-document whose keys are values) into its one slot; the keys are counted apart.
+
+    The values all land in one slot, as the elements of an array do, so :func:`walk_array` walks them.
+    """
     keys = shape.keys
     assert keys is not None
     keys.buffer.extend(doc)
     keys.lengths.append(len(doc))
     keys.occurrences += len(doc)
-    slot = shape.fields[MAP_KEY]
     tracked = keys.key_fields
     for key, value in doc.items():
-        kind = type(value)
-        if kind is dict:
-            if value and next(iter(value))[:1] == "$":
-                decoded = decode_wrapper(value)
-                if decoded is not value:
-                    doc[key] = decoded
-                    slot.buffer.append(decoded)
-                    continue
+        if type(value) is dict and value and next(iter(value))[:1] != "$":
             keys.key_fields_seen += 1
             for name, inner in value.items():
                 if inner == key and (name in tracked or len(tracked) < MAP_KEY_FIELDS_TRACKED):
                     tracked[name] += 1
-            slot.n_object += 1
-            walk_document(slot.document or slot.make_document(), value)
-        elif kind is list:
-            slot.n_array += 1
-            slot.lengths.append(len(value))
-            walk_array(slot.element or slot.make_element(), value)
-        else:
-            slot.buffer.append(value)
+    values = list(doc.values())
+    walk_array(shape.fields[MAP_KEY], values)
+    doc.update(zip(list(doc), values, strict=True))  # wrappers the walk decoded go back into the document
     if len(keys.buffer) >= 4096:
         keys.flush()
 
