@@ -208,6 +208,7 @@ def draft_access(
     data_rates: dict[str, tuple[float, str]] = {}
     known: list[str] = []
     references: dict[tuple[str, str], str] = {}
+    loaded: list[str] = []  # collections whose _ids were all written in a few loads
     if spec.uri or spec.dump:
         with open_source(spec) as source:
             database = source.database
@@ -229,11 +230,12 @@ def draft_access(
                 if profile.get("bulk_load"):
                     why += f", outside {profile['bulk_load']['loads']} bulk load(s)"
                 data_rates[collection["name"]] = (rate, why)
-        statuses.append(
-            SourceStatus(
-                "collections", bool(data_rates), f"insert rates of {len(data_rates)} collection(s)", len(data_rates)
-            )
-        )
+            elif profile and profile.get("bulk_load"):
+                loaded.append(collection["name"])
+        detail = f"insert rates of {len(data_rates)} collection(s)"
+        if loaded:
+            detail += f"; bulk-loaded, so no insert rate: {', '.join(loaded)}"
+        statuses.append(SourceStatus("collections", bool(data_rates), detail, len(data_rates)))
     if database is None:
         raise InputError(
             "nothing to draft from", hint="pass --log FILE, --uri URI or --dump DIR (and --db when needed)"

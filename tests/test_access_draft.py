@@ -478,7 +478,7 @@ def deals_only_log(tmp_path) -> Path:
         )
         attr = {"type": "command", "ns": f"crm.{command_.get('aggregate') or command_['find']}", "command": command_,
                 "planSummary": "IXSCAN { x: 1 }", "docsExamined": 5, "nreturned": 1, "durationMillis": 120}  # fmt: skip
-        lines.append(log_line(i, attr))
+        lines.append(log_line(i / 10, attr))  # 90 slow queries in 9 s: groups at about 3/s
     return write_log(tmp_path / "deals.log", lines)
 
 
@@ -505,3 +505,11 @@ def test_a_group_is_attached_by_the_measured_reference_not_by_name(tmp_path):
     assert grouped.spec["aggregate"]["from"] == "deals" and grouped.spec["aggregate"]["foreign"] == "accountId"
     assert "attached to crm_accounts by the measured reference" in grouped.comment
     assert not draft.collections.get("accounts") or not draft.collections["accounts"].queries
+    # Round trip: the drafted file is read back by recommend on the same data.
+    target = tmp_path / "access.yaml"
+    args = ["access", "draft", "--dump", str(crm), "--log", str(deals_only_log(tmp_path)), "-o", str(target), "-q"]
+    assert runner.invoke(app, args).exit_code == 0
+    advice = runner.invoke(app, ["recommend", "--dump", str(crm), "--access", str(target), "-f", "json"])
+    assert advice.exit_code == 0, advice.output
+    found = {(r["code"], r["collection"]) for r in json.loads(advice.stdout)["recommendations"]}
+    assert ("MP105", "crm_accounts") in found
