@@ -169,7 +169,11 @@ class RunnerBase:
                     state = (entry.get("steps") or [])[index] if entry.get("steps") else {}
                     if state.get("state") == "pending" and not state.get("phase"):
                         continue
-                    self._revert_step(migration.id, index, migration.steps[index], state)
+                    try:
+                        self._revert_step(migration.id, index, migration.steps[index], state)
+                    except OperationFailed as exc:
+                        self.changelog.finish(migration.id, "failed", started, str(exc))
+                        raise
                     self.changelog.step(
                         migration.id,
                         index,
