@@ -871,6 +871,8 @@ def migrate_status(
             table.add_column(column)
         for row in rows:
             state = row["state"] + (" (edited since applied)" if row["edited"] else "")
+            if row.get("pending_documents"):
+                state += f" ({row['pending_documents']:,} documents in the old shape: run up)"
             table.add_row(
                 row["id"],
                 state,
@@ -939,13 +941,16 @@ def migrate_up(
         if write_concern != "majority" and not write_concern.isdigit():
             raise MongopatError(f"--write-concern {write_concern!r}: 'majority' or a number of members")
         if not dry_run:
-            pending = [
-                r["id"] for r in command.migrate_status(spec, dir) if r["state"] in ("pending", "failed", "running")
-            ]
-            if not pending:
+            rows = command.migrate_status(spec, dir)
+            pending = [r["id"] for r in rows if r["state"] in ("pending", "failed", "running")]
+            old_shape = sum(r.get("pending_documents") or 0 for r in rows)
+            if not pending and not old_shape:
                 State.say("nothing to apply")
                 return 0
-            if not _confirm(f"Apply {len(pending)} migration(s) ({', '.join(pending)})?", yes):
+            question = f"Apply {len(pending)} migration(s) ({', '.join(pending)})?" if pending else ""
+            if old_shape:
+                question += f" Migrate {old_shape:,} document(s) written in the old shape since their migration ran?"
+            if not _confirm(question.strip(), yes):
                 return 1
         options = _run_options(batch_size, lock_timeout, dry_run, max_docs_per_sec, max_lag)
         options.workers = workers
@@ -967,6 +972,8 @@ def migrate_up(
                     for example in step["examples"][:2]:
                         State.say("  before: " + bson_json.dumps(example["before"])[:300], style="dim")
                         State.say("  after:  " + bson_json.dumps(example["after"])[:300])
+            elif result["state"] == "caught-up":
+                State.say(f"{result['id']}: migrated {result['read']:,} document(s) written in the old shape")
             else:
                 State.say(
                     f"applied {result['id']}: read {result['read']:,}, wrote {result['written']:,}, "

@@ -68,6 +68,18 @@ def migration_findings(status: list[dict[str, Any]], folder: str) -> list[Findin
                     location=location,
                 )
             )
+        elif row["state"] == "applied" and row.get("pending_documents"):
+            found.append(
+                Finding(
+                    "old-shape-documents",
+                    "migrations",
+                    "warning",
+                    f"{row['id']}: {row['pending_documents']:,} document(s) written in the old shape since it was "
+                    "applied (an application that has not switched yet); 'mongopat migrate up' migrates them",
+                    evidence={"pending_documents": row["pending_documents"]},
+                    location=location,
+                )
+            )
         elif row["state"] == "failed":
             found.append(
                 Finding(

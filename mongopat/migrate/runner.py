@@ -57,8 +57,14 @@ class RunnerBase:
 
     # -- status ----------------------------------------------------------------------------------
 
+    def pending_documents(self) -> dict[str, int]:
+        """Per applied migration, documents still in the old shape; backends with concurrent writers
+        override it (nothing writes a dump folder behind mongopat's back)."""
+        return {}
+
     def status(self) -> list[dict[str, Any]]:
         entries = self.changelog.all()
+        pending_documents = self.pending_documents()
         rows = []
         for migration in self.migrations:
             entry = entries.pop(migration.id, None)
@@ -79,6 +85,7 @@ class RunnerBase:
                     "written": entry.get("written") if entry else None,
                     "duration_s": entry.get("duration_s") if entry else None,
                     "error": entry.get("error") if entry else None,
+                    "pending_documents": pending_documents.get(migration.id, 0),
                 }
             )
         for migration_id, entry in sorted(entries.items()):
@@ -94,6 +101,7 @@ class RunnerBase:
                         "written": entry.get("written"),
                         "duration_s": entry.get("duration_s"),
                         "error": None,
+                        "pending_documents": 0,
                     }
                 )
         return rows

@@ -33,9 +33,7 @@ class DocumentOperation:
     def is_pending(self, doc: Document, step: Step) -> bool:
         raise NotImplementedError
 
-    def inverse(
-        self, current: Document, original: Document, step: Step, side: list[Document]
-    ) -> Document | None:
+    def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         raise NotImplementedError
 
 

@@ -1,0 +1,315 @@
+"""Migrations while the application writes: no acknowledged write is lost, reverted or brought back.
+
+The harness wraps the database so that, before calls mongopat makes, a simulated application writes to the
+migrated collection: increments of a counter the steps never touch, updates of a field some steps read,
+inserts in the old shape, deletes, pushes into the arrays that subset and outlier split. Its writes land in
+every window between mongopat's reads and its conditional writes. Every acknowledged write is recorded and
+checked after ``up`` (with a final ``up`` once the application stops) and after ``down --to base`` run while
+the application keeps writing.
+
+mongomock stands in for MongoDB here (one thread interleaving, not a real concurrent writer): it supports
+``$expr`` with ``$$ROOT`` and ``$literal``, which the conditional writes use. With MONGOPAT_TEST_URI the same
+harness runs against the real server.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.runner import RunOptions
+from mongopat.migrate.runtime import Runner
+from mongopat.migrate.script import load_folder, render
+from mongopat.migrate.steps import build_step
+
+BOOKKEEPING = ("mongopat_changelog", "mongopat_lock", "mongopat_backup")
+HEX = "0123456789abcdef"
+
+
+def order(i: int, rng: random.Random) -> dict[str, Any]:
+    items = [{"sku": f"s{rng.randint(0, 9)}", "price": rng.randint(1, 20), "qty": rng.randint(1, 3)}]
+    items = items * 1 + [
+        {"sku": f"s{rng.randint(0, 9)}", "price": rng.randint(1, 20), "qty": 1} for _ in range(rng.randint(0, 7))
+    ]
+    doc: dict[str, Any] = {
+        "_id": i,
+        "status": "new",
+        "app_counter": 0,
+        "customerId": i % 7,
+        "parent": i // 2 if i else None,
+        "items": items,
+        "note": "n",
+        "legacy": 1,
+        "likes": rng.randint(0, 50),
+        "details": {"".join(rng.choice(HEX) for _ in range(24)): {"v": i, "w": rng.random()} for _ in range(2)},
+    }
+    for name in ("a1", "a2", "a3"):
+        if rng.random() < 0.4:
+            doc[name] = rng.randint(0, 9)
+    return doc
+
+
+STEPS: dict[str, dict[str, Any]] = {
+    "set_field": {"field": "flag", "value": True},
+    "unset_field": {"field": "legacy"},
+    "rename_field": {"from": "note", "to": "remark"},
+    "computed": {"field": "total", "expression": "sum(items.price * items.qty)"},
+    "attribute": {"fields": ["a1", "a2", "a3"], "into": "attributes"},
+    "map_to_array": {"field": "details", "layout": "merge", "key_field": "k"},
+    "polymorphic": {"type_field": "kind", "rules": [{"when_has": "a1", "type": "A"}], "default": "plain"},
+    "schema_versioning": {"field": "schemaVersion", "default_version": 2},
+    "approximation": {"field": "likes", "factor": 10},
+    "tree": {"parent_field": "parent"},
+    "extended_reference": {"from": "customers", "local": "customerId", "fields": ["name"], "as": "customer"},
+    "pre_aggregation": {"from": "customers", "local": "customerId", "foreign": "_id", "compute": {"n": {"count": True}}, "into": "agg"},
+    "document_versioning": {"history_collection": "orders_history"},
+    "subset": {"field": "items", "keep": 3, "full_collection": "orders_items_full"},
+    "outlier": {"field": "items", "threshold": 3, "overflow_collection": "orders_items_overflow"},
+}  # fmt: skip
+
+
+class Application:
+    """Random writes to one collection, each recorded only once MongoDB acknowledged it."""
+
+    def __init__(self, collection: Any, seed: int) -> None:
+        self.collection = collection
+        self.rng = random.Random(seed)
+        self.next_id = 10_000 + seed * 1000
+        self.counters: dict[Any, int] = {}
+        self.statuses: dict[Any, str] = {}
+        self.pushed: dict[Any, list[dict[str, Any]]] = {}
+        self.deleted: set[Any] = set()
+        self.inserted: set[Any] = set()
+        self.enabled = True
+        self.lock = threading.Lock()
+
+    def some_id(self) -> Any:
+        ids = [d["_id"] for d in self.collection.find({}, {"_id": 1})]
+        return self.rng.choice(ids) if ids else None
+
+    def act(self) -> None:
+        if not self.enabled:
+            return
+        with self.lock:
+            for _ in range(self.rng.randint(1, 3)):
+                self._one()
+
+    def _one(self) -> None:
+        kind = self.rng.choice(("inc", "inc", "status", "push", "insert", "delete"))
+        ident = self.some_id()
+        if ident is None and kind != "insert":
+            return
+        if kind == "inc":
+            if self.collection.update_one({"_id": ident}, {"$inc": {"app_counter": 1}}).matched_count:
+                self.counters[ident] = self.counters.get(ident, 0) + 1
+        elif kind == "status":
+            status = self.rng.choice(("paid", "shipped", "cancelled"))
+            if self.collection.update_one({"_id": ident}, {"$set": {"status": status}}).matched_count:
+                self.statuses[ident] = status
+        elif kind == "push":
+            element = {"sku": f"app{self.rng.randint(0, 10**6)}", "price": 1, "qty": 1}
+            if self.collection.update_one(
+                {"_id": ident, "items": {"$type": "array"}}, {"$push": {"items": element}}
+            ).matched_count:
+                self.pushed.setdefault(ident, []).append(element)
+        elif kind == "insert":
+            self.next_id += 1
+            self.collection.insert_one(order(self.next_id, self.rng))
+            self.inserted.add(self.next_id)
+        elif kind == "delete" and self.rng.random() < 0.5 and self.collection.delete_one({"_id": ident}).deleted_count:
+            self.deleted.add(ident)
+
+
+class InterleavingCollection:
+    """A collection whose every call (but mongopat's bookkeeping) lets the application write first."""
+
+    def __init__(self, collection: Any, app: Application) -> None:
+        self._collection, self._app = collection, app
+
+    def with_options(self, *args: Any, **kwargs: Any) -> InterleavingCollection:
+        return InterleavingCollection(self._collection.with_options(*args, **kwargs), self._app)
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._collection, name)
+        if not callable(attribute) or name.startswith("_"):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._app.act()
+            return attribute(*args, **kwargs)
+
+        return call
+
+
+class InterleavingDatabase:
+    def __init__(self, db: Any, app: Application) -> None:
+        self._db, self._app = db, app
+
+    def __getitem__(self, name: str) -> Any:
+        collection = self._db[name]
+        return collection if name in BOOKKEEPING else InterleavingCollection(collection, self._app)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+def setup(db: Any, tmp_path: Any, name: str, seed: int) -> tuple[Any, Any]:
+    rng = random.Random(seed)
+    db.orders.insert_many([order(i, rng) for i in range(40)])
+    db.customers.insert_many([{"_id": i, "name": f"c{i}"} for i in range(7)])
+    spec = {"step": name, "collection": "orders", **STEPS[name]}
+    folder = tmp_path / f"m{seed}"
+    folder.mkdir()
+    (folder / "0001_online.yaml").write_text(render("0001_online", name, [spec], "test"))
+    return build_step(spec), folder
+
+
+def elements(db: Any, step: Any, doc: dict[str, Any]) -> list[Any]:
+    """Every element of a document's items, embedded or moved to the step's side collection."""
+    found = list(doc.get("items") or [])
+    for created in step.created_collections() if step.name in ("subset", "outlier") else []:
+        for side in db[created].find({"parentId": doc["_id"]}):
+            if step.name == "outlier":
+                found.extend(side.get("items") or [])
+            else:  # a full-list entry: the element with its parent and position
+                found.append({k: v for k, v in side.items() if k not in ("_id", "parentId", "index")})
+    return found
+
+
+def check_writes_kept(db: Any, app: Application, step: Any) -> None:
+    documents = {d["_id"]: d for d in db.orders.find()}
+    assert not (app.deleted & set(documents)), "a deleted document came back"
+    assert app.inserted - app.deleted <= set(documents), "an inserted document is missing"
+    for ident, count in app.counters.items():
+        if ident in documents:
+            assert documents[ident]["app_counter"] == count, f"lost increments on {ident}"
+    for ident, status in app.statuses.items():
+        if ident in documents:
+            assert documents[ident]["status"] == status, f"status of {ident} reverted"
+    for ident, pushed in app.pushed.items():
+        if ident in documents:
+            have = elements(db, step, documents[ident])
+            assert all(element in have for element in pushed), f"pushed element lost on {ident}"
+
+
+def run_online(db: Any, tmp_path: Any, name: str, seed: int) -> None:
+    step, folder = setup(db, tmp_path, name, seed)
+    app = Application(db.orders, seed)
+    options = RunOptions(batch_size=7)
+    Runner(InterleavingDatabase(db, app), load_folder(folder), options).up()
+    app.enabled = False
+    Runner(db, load_folder(folder), options).up()  # the application stopped: the last old-shape writes
+    operation = OPERATIONS[name]
+    assert db.orders.count_documents(operation.pending(step)) == 0
+    assert Runner(db, load_folder(folder), options).verify() == {"0001_online": []}
+    check_writes_kept(db, app, step)
+    app.enabled = True
+    Runner(InterleavingDatabase(db, app), load_folder(folder), options).down("base")
+    app.enabled = False
+    check_writes_kept(db, app, step)
+    for doc in db.orders.find():
+        assert migrated_fields_gone(step, doc), f"{doc['_id']} still in the new shape after down: {doc}"
+
+
+def migrated_fields_gone(step: Any, doc: dict[str, Any]) -> bool:
+    """No trace of the new shape the step writes (the fields it adds, the shape it changes)."""
+    params = step.params
+    name = step.name
+    if name == "set_field":
+        return "flag" not in doc
+    if name == "unset_field":
+        return "legacy" in doc
+    if name == "rename_field":
+        return "remark" not in doc and "note" in doc
+    if name == "attribute":
+        return "attributes" not in doc
+    if name == "map_to_array":
+        return isinstance(doc.get("details"), dict)
+    if name in ("subset", "outlier"):
+        return "itemsCount" not in doc and "has_overflow" not in doc
+    added = {
+        "computed": ["total"], "polymorphic": ["kind"], "schema_versioning": ["schemaVersion"],
+        "approximation": ["likesFactor"], "tree": ["ancestors", "path"], "extended_reference": ["customer"],
+        "pre_aggregation": ["agg"], "document_versioning": ["revision"],
+    }[name]  # fmt: skip
+    return not any(field in doc for field in added) and params is not None
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_no_application_write_is_lost_during_up_and_down(mongo, tmp_path, name, seed):
+    run_online(mongo.db, tmp_path, name, seed)
+
+
+def test_a_writer_thread_during_up_and_down(mongo, tmp_path):
+    """A real second thread writing while mongopat runs (mongomock is not thread-safe: both sides take the
+    application's lock around each call, so writes interleave between calls, not inside one)."""
+    db = mongo.db
+    step, folder = setup(db, tmp_path, "computed", 9)
+    app = Application(db.orders, 9)
+    stop = threading.Event()
+
+    def writer() -> None:
+        while not stop.is_set():
+            app.act()
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        guarded = InterleavingDatabase(db, app)
+        Runner(guarded, load_folder(folder), RunOptions(batch_size=5)).up()
+    finally:
+        stop.set()
+        thread.join()
+    app.enabled = False
+    Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
+    assert db.orders.count_documents({"total": {"$exists": False}}) == 0
+    check_writes_kept(db, app, step)
+
+
+def test_down_keeps_a_change_and_restores_an_untouched_document_byte_for_byte(mongo, tmp_path):
+    db = mongo.db
+    step, folder = setup(db, tmp_path, "computed", 4)
+    before = {d["_id"]: copy.deepcopy(d) for d in db.orders.find()}
+    Runner(db, load_folder(folder)).up()
+    db.orders.update_one({"_id": 3}, {"$set": {"status": "paid"}})
+    db.orders.delete_one({"_id": 5})
+    Runner(db, load_folder(folder)).down("base")
+    after = {d["_id"]: d for d in db.orders.find()}
+    assert 5 not in after
+    assert after[3] == {**before[3], "status": "paid"}
+    assert all(after[i] == before[i] for i in after if i != 3)
+
+
+def test_down_that_cannot_keep_a_change_leaves_the_document_and_exits_1(mongo, tmp_path):
+    from mongopat.errors import OperationFailed
+
+    db = mongo.db
+    _step, folder = setup(db, tmp_path, "map_to_array", 5)
+    Runner(db, load_folder(folder)).up()
+    db.orders.update_one({"_id": 2}, {"$push": {"details": {"no_key": 1}}})  # an element no map can hold
+    with pytest.raises(OperationFailed, match="could not be put back"):
+        Runner(db, load_folder(folder)).down("base")
+    assert isinstance(db.orders.find_one({"_id": 2})["details"], list)
+    assert isinstance(db.orders.find_one({"_id": 3})["details"], dict)
+    assert db.mongopat_changelog.find_one({"_id": "0001_online"})["state"] == "failed"
+
+
+def test_status_and_up_report_documents_written_in_the_old_shape(mongo, tmp_path):
+    db = mongo.db
+    _step, folder = setup(db, tmp_path, "computed", 6)
+    Runner(db, load_folder(folder)).up()
+    db.orders.insert_many([order(500 + i, random.Random(i)) for i in range(3)])
+    [row] = Runner(db, load_folder(folder)).status()
+    assert row["state"] == "applied" and row["pending_documents"] == 3
+    [result] = Runner(db, load_folder(folder)).up()
+    assert result["state"] == "caught-up" and result["read"] == 3
+    assert db.orders.count_documents({"total": {"$exists": False}}) == 0
+    assert Runner(db, load_folder(folder)).status()[0]["pending_documents"] == 0
