@@ -5,7 +5,6 @@ bad input; printing is the caller's business.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import difflib
 from collections.abc import Callable
@@ -245,61 +244,75 @@ def draft_access(
     return build_draft(database, server, log_scan, data_rates, statuses, known, references)
 
 
-class _NoSource(contextlib.AbstractContextManager):
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _migration_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> tuple[Any, RunnerBase]:
-    """The runner for the target: a server (``--uri``) or a dump folder (``--dump``)."""
+def _dump_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> RunnerBase:
+    from mongopat.migrate.dump_runtime import DumpRunner
     from mongopat.migrate.script import load_folder
 
-    migrations = load_folder(folder)
-    if spec.dump:
-        if spec.uri:
-            raise InputError("give either --uri or --dump, not both")
-        from mongopat.migrate.dump_runtime import DumpRunner
+    if spec.uri:
+        raise InputError("give either --uri or --dump, not both")
+    return DumpRunner(spec.dump, load_folder(folder), options, spec.db)
 
-        return _NoSource(), DumpRunner(spec.dump, migrations, options, spec.db)
-    from mongopat.migrate.runtime import Runner
+
+def _server(spec: SourceSpec) -> Any:
     from mongopat.sources.mongo import MongoSource
 
     source = open_source(spec)
     assert isinstance(source, MongoSource)
-    concern = options.write_concern if options is not None else "majority"
-    if concern != "majority" and not concern.isdigit():
-        raise InputError(f"--write-concern {concern!r}: 'majority' or a number of members")
-    return source, Runner(source.writable_db(concern), migrations, options)
+    return source
+
+
+def _option_values(options: RunOptions | None) -> dict[str, Any]:
+    import dataclasses
+
+    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)} if options is not None else {}
 
 
 def migrate_status(spec: SourceSpec, folder: str) -> list[dict[str, Any]]:
     """Every migration with its state: applied, pending, running, failed, edited, missing-file."""
-    source, runner = _migration_runner(spec, folder)
-    with source:
-        return runner.status()
+    if spec.dump:
+        return _dump_runner(spec, folder).status()
+    from mongopat import api
+
+    api.load(folder)  # file errors before any connection attempt
+    with _server(spec) as source:
+        return api.status(source.writable_db(), folder)
 
 
 def migrate_up(
     spec: SourceSpec, folder: str, to: str | None = None, options: RunOptions | None = None
 ) -> list[dict[str, Any]]:
     """Apply pending migrations in order (resuming a failed or interrupted one); ``options.dry_run`` writes nothing."""
-    source, runner = _migration_runner(spec, folder, options)
-    with source:
-        return runner.up(to)
+    if spec.dump:
+        return _dump_runner(spec, folder, options).up(to)
+    from mongopat import api
+
+    api.load(folder)
+    values = _option_values(options)
+    with _server(spec) as source:
+        return api.up(source.writable_db(values.get("write_concern", "majority")), folder, to, **values)
 
 
 def migrate_down(spec: SourceSpec, folder: str, to: str | None = None, options: RunOptions | None = None) -> list[str]:
     """Revert the last applied migration, or every one after ``to`` (``"base"``: all)."""
-    source, runner = _migration_runner(spec, folder, options)
-    with source:
-        return runner.down(to)
+    if spec.dump:
+        return _dump_runner(spec, folder, options).down(to)
+    from mongopat import api
+
+    api.load(folder)
+    values = _option_values(options)
+    with _server(spec) as source:
+        return api.down(source.writable_db(values.get("write_concern", "majority")), folder, to, **values)
 
 
 def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = None) -> dict[str, list[str]]:
     """Re-check the invariants of applied migrations: ``{id: [problems]}``."""
-    source, runner = _migration_runner(spec, folder)
-    with source:
-        return runner.verify(migration_id)
+    if spec.dump:
+        return _dump_runner(spec, folder).verify(migration_id)
+    from mongopat import api
+
+    api.load(folder)
+    with _server(spec) as source:
+        return api.verify(source.writable_db(), folder, migration_id)
 
 
 def check(

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from mongopat.cli import app
@@ -96,3 +97,34 @@ def test_new_writes_a_file_to_fill_in(tmp_path):
         runner.invoke(app, ["migrate", "new", "x", "--pattern", "nope", "-c", "c", "--dir", str(tmp_path)]).exit_code
         == 2
     )
+
+
+@pytest.mark.parametrize(
+    "collection,message",
+    [
+        ("../etc", "path separator"),
+        ("a$b", "contains '$'"),
+        ("system.views", "system collection"),
+        (".hidden", "starts with '.'"),
+    ],
+)
+def test_collection_names_are_checked_with_file_and_line(tmp_path, mongo, collection, message):
+    (tmp_path / "0001_bad.yaml").write_text(
+        f"id: 0001_bad\ndescription: x\nsteps:\n- step: computed\n  collection: {json.dumps(collection)}\n"
+        "  field: t\n  expression: a + 1\n"
+    )
+    for command in (["migrate", "status", *mongo.cli_args()], ["migrate", "up", "--yes", *mongo.cli_args()]):
+        result = runner.invoke(app, [*command, "--dir", str(tmp_path)])
+        assert result.exit_code == 2 and "0001_bad.yaml:4" in result.output and message in result.output
+    recs = tmp_path / "recs.json"
+    recs.write_text(
+        json.dumps(
+            {
+                "recommendations": [
+                    {"code": "MP104", "migration": {"step": "copy_collection", "collection": "c", "to": "../x"}}
+                ]
+            }
+        )
+    )
+    result = runner.invoke(app, ["migrate", "plan", "--from", str(recs), "--dir", str(tmp_path / "new")])
+    assert "path separator" in result.output and not (tmp_path / "new").exists()

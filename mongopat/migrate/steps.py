@@ -219,6 +219,9 @@ def build_step(data: dict[str, Any], default_collection: str | None = None) -> S
         raise StepError(f"{name}: 'collection' is required")
     if collection.startswith("mongopat_"):
         raise StepError(f"{name}: collections named mongopat_* hold mongopat's bookkeeping and cannot be migrated")
+    problem = collection_name_problem(collection)
+    if problem:
+        raise StepError(f"{name}: collection {collection!r} {problem}")
     params: dict[str, Any] = {}
     for key, value in data.items():
         if key in ("step", "collection"):
@@ -239,7 +242,37 @@ def build_step(data: dict[str, Any], default_collection: str | None = None) -> S
             expected = param.kind.__name__ if isinstance(param.kind, type) else "number"
             raise StepError(f"{name}: parameter {key!r} must be a {expected}, got {value!r}")
     _check_semantics(name, params)
+    for key in (*step_type.creates, "from", "to"):
+        other = params.get(key)
+        if key in step_type.params and isinstance(other, str):
+            problem = collection_name_problem(other)
+            if problem:
+                raise StepError(f"{name}: {key} {other!r} {problem}")
     return Step(step_type, collection, params)
+
+
+# MongoDB's limit for a namespace (database.collection) is 255 bytes; the collection alone cannot be longer.
+MAX_NAME_BYTES = 255
+
+
+def collection_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a collection's (MongoDB's naming rules, and a file of its own in a dump folder),
+    or None."""
+    if not name:
+        return "is empty"
+    if "\0" in name:
+        return "contains a null character"
+    if "$" in name:
+        return "contains '$', which MongoDB does not allow in collection names"
+    if name.startswith("system."):
+        return "is a system collection"
+    if "/" in name or "\\" in name:
+        return "contains a path separator (on a dump folder it would leave the folder)"
+    if name.startswith("."):
+        return "starts with '.' (not a collection name; on a dump folder a hidden or parent path)"
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        return f"is longer than the {MAX_NAME_BYTES} bytes MongoDB allows for a namespace"
+    return None
 
 
 def _check_semantics(name: str, params: dict[str, Any]) -> None:

@@ -1,0 +1,90 @@
+"""The Python API of migrations, for applications that migrate at deploy time.
+
+::
+
+    import pymongo
+    from mongopat import api
+
+    db = pymongo.MongoClient("mongodb://db1,db2/?replicaSet=rs0")["shop"]
+    api.up(db, "migrations", batch_size=500, max_docs_per_sec=2000)
+    print(api.status(db, "migrations"))
+
+``db`` is a pymongo ``Database`` or anything with the same interface (mongomock's too): nothing here checks
+its class. The options are those of ``mongopat migrate up``: ``batch_size``, ``lock_timeout``,
+``lease_seconds``, ``max_docs_per_sec`` (throttle), ``max_lag``, ``workers``, ``write_concern``, ``retries``,
+``dry_run``, and ``progress`` (called with migration id, step index, documents done, documents in all).
+The command line calls these same functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from mongopat.errors import InputError
+from mongopat.migrate.runner import RunOptions
+
+OPTION_NAMES = tuple(f.name for f in dataclasses.fields(RunOptions))
+
+
+def run_options(**options: Any) -> RunOptions:
+    """RunOptions from keyword options; an unknown name is an input error that lists the known ones."""
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise InputError(f"unknown option(s) {', '.join(unknown)}", hint=f"options: {', '.join(OPTION_NAMES)}")
+    return RunOptions(**options)
+
+
+def load(directory: str | Path) -> list[Any]:
+    """The migrations of ``directory`` in order; a file that is wrong is an input error naming its line."""
+    from mongopat.migrate.script import load_folder
+
+    return load_folder(directory)
+
+
+def _runner(db: Any, directory: str | Path, options: dict[str, Any]) -> Any:
+    from mongopat.migrate.runtime import Runner
+
+    settings = run_options(**options)
+    concern = settings.write_concern
+    if concern != "majority" and not str(concern).isdigit():
+        raise InputError(f"write_concern {concern!r}: 'majority' or a number of members")
+    return Runner(_with_write_concern(db, concern), load(directory), settings)
+
+
+def _with_write_concern(db: Any, concern: str) -> Any:
+    """``db`` reading from the primary, with the write concern every write of the run uses (a database with
+    no such notions, like mongomock's, is used as it is)."""
+    try:
+        from pymongo import ReadPreference, WriteConcern
+
+        w: str | int = int(concern) if concern.isdigit() else concern
+        return db.with_options(read_preference=ReadPreference.PRIMARY, write_concern=WriteConcern(w=w))
+    except (AttributeError, NotImplementedError, TypeError):
+        return db
+
+
+def up(db: Any, directory: str | Path, to: str | None = None, **options: Any) -> list[dict[str, Any]]:
+    """Apply pending migrations in order (resuming an interrupted one), then migrate documents written in the
+    old shape since earlier migrations ran. One result per migration."""
+    return _runner(db, directory, options).up(to)
+
+
+def down(db: Any, directory: str | Path, to: str | None = None, **options: Any) -> list[str]:
+    """Revert the last applied migration, every one after ``to``, or all (``to="base"``); the ids reverted."""
+    return _runner(db, directory, options).down(to)
+
+
+def verify(db: Any, directory: str | Path, migration_id: str | None = None) -> dict[str, list[str]]:
+    """Re-check applied migrations: ``{id: [problems]}`` (documents in the old shape are not problems: see
+    :func:`status`)."""
+    return _runner(db, directory, {}).verify(migration_id)
+
+
+def status(db: Any, directory: str | Path) -> list[dict[str, Any]]:
+    """Every migration with its state, and for applied ones the documents still in the old shape."""
+    return _runner(db, directory, {}).status()
+
+
+__all__ = ["OPTION_NAMES", "down", "load", "run_options", "status", "up", "verify"]
