@@ -15,6 +15,7 @@ harness runs against the real server.
 from __future__ import annotations
 
 import copy
+import os
 import random
 import threading
 import time
@@ -241,8 +242,12 @@ def migrated_fields_gone(step: Any, doc: dict[str, Any]) -> bool:
     return not any(field in doc for field in added) and params is not None
 
 
+# Three seeds per step in the suite; MONGOPAT_ONLINE_SEEDS=50 runs more (see the README's Tests section).
+SEEDS = range(1, 1 + int(os.environ.get("MONGOPAT_ONLINE_SEEDS", "3")))
+
+
 @pytest.mark.parametrize("name", sorted(STEPS))
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_no_application_write_is_lost_during_up_and_down(mongo, tmp_path, name, seed):
     run_online(mongo.db, tmp_path, name, seed)
 
@@ -313,3 +318,64 @@ def test_status_and_up_report_documents_written_in_the_old_shape(mongo, tmp_path
     assert result["state"] == "caught-up" and result["read"] == 3
     assert db.orders.count_documents({"total": {"$exists": False}}) == 0
     assert Runner(db, load_folder(folder)).status()[0]["pending_documents"] == 0
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("name", ["computed", "subset", "outlier", "attribute", "document_versioning"])
+def test_crashes_while_the_application_writes_then_resume(mongo, tmp_path, name):
+    """A run killed after random batches, resumed while the application keeps writing: the same guarantees."""
+    db = mongo.db
+    step, folder = setup(db, tmp_path, name, 11)
+    app = Application(db.orders, 11)
+    rng = random.Random(7)
+    for _attempt in range(20):
+        crash_at = rng.randint(1, 4)
+
+        def fault(_migration: str, _index: int, done: int, crash_at: int = crash_at) -> None:
+            if done >= crash_at * 7:
+                raise Crash()
+
+        try:
+            Runner(InterleavingDatabase(db, app), load_folder(folder), RunOptions(batch_size=7, on_batch=fault)).up()
+            break
+        except Crash:
+            continue
+    app.enabled = False
+    Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
+    assert db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
+    assert Runner(db, load_folder(folder)).verify() == {"0001_online": []}
+    check_writes_kept(db, app, step)
+
+
+@pytest.mark.parametrize("name", ["computed", "outlier"])
+def test_parallel_workers_write_conditionally_too(mongo, tmp_path, name):
+    db = mongo.db
+    step, folder = setup(db, tmp_path, name, 12)
+    app = Application(db.orders, 12)
+    app.lock = threading.RLock()
+    Runner(InterleavingDatabase(db, app), load_folder(folder), RunOptions(batch_size=5, workers=2)).up()
+    app.enabled = False
+    Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
+    assert db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
+    check_writes_kept(db, app, step)
+
+
+def test_check_reports_documents_written_in_the_old_shape(mongo, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from mongopat.cli import app
+
+    db = mongo.db
+    _step, folder = setup(db, tmp_path, "computed", 13)
+    Runner(db, load_folder(folder)).up()
+    db.orders.insert_one(order(900, random.Random(1)))
+    result = CliRunner().invoke(
+        app, ["check", *mongo.cli_args(), "--dir", str(folder), "--fail-on", "warning", "-f", "json"]
+    )
+    found = [f for f in json.loads(result.stdout)["findings"] if f["id"] == "old-shape-documents"]
+    assert result.exit_code == 1 and found and found[0]["evidence"]["pending_documents"] == 1

@@ -307,6 +307,7 @@ class Runner(RunnerBase):
             ranges = state.get("ranges") or self._ranges(migration_id, index, name, workers)
             if ranges:
                 outcome = self._document_ranges(migration_id, index, step, ranges, parents)
+                self.catch_up(migration_id, index, step, parents, outcome)
                 self._finish_document_step(step)
                 return outcome
         total = self.db[name].estimated_document_count()
@@ -335,6 +336,8 @@ class Runner(RunnerBase):
         where = operation.pending(step)
         migrated = 0
         for _pass in range(CATCH_UP_PASSES):
+            if step.name == "tree":
+                parents = self._parents(step)  # documents inserted since have parents the first map lacks
             before = outcome.stats.get("transformed", 0)
             for batch in self.scan(step.collection, None, False, where):
                 _last, written = self._apply_batch(
