@@ -379,3 +379,27 @@ def test_check_reports_documents_written_in_the_old_shape(mongo, tmp_path):
     )
     found = [f for f in json.loads(result.stdout)["findings"] if f["id"] == "old-shape-documents"]
     assert result.exit_code == 1 and found and found[0]["evidence"]["pending_documents"] == 1
+
+
+def test_an_application_inserting_faster_than_the_scan_does_not_keep_up_running(mongo, tmp_path):
+    """Every call mongopat makes is preceded by three new old-shape documents, more than it migrates per call:
+    each pass is bounded; what is left is counted, and the next up takes it."""
+    db = mongo.db
+    step, folder = setup(db, tmp_path, "computed", 14)
+    rng = random.Random(3)
+
+    class Flood(Application):
+        def act(self) -> None:
+            if self.enabled:
+                for _ in range(3):
+                    self.next_id += 1
+                    self.collection.insert_one(order(self.next_id, rng))
+
+    app = Flood(db.orders, 14)
+    [result] = Runner(InterleavingDatabase(db, app), load_folder(folder), RunOptions(batch_size=7)).up()
+    assert result["state"] == "applied"
+    stats = db.mongopat_changelog.find_one({"_id": "0001_online"})["steps"][0]["stats"]
+    assert stats["pending_left"] > 0
+    app.enabled = False
+    Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
+    assert db.orders.count_documents(OPERATIONS["computed"].pending(step)) == 0

@@ -257,12 +257,22 @@ class Runner(RunnerBase):
                 return collection
         return collection
 
-    def scan(self, name: str, last_id: Any, has_last: bool, where: dict[str, Any] | None = None) -> Iterator[list[Any]]:
+    def scan(
+        self,
+        name: str,
+        last_id: Any,
+        has_last: bool,
+        where: dict[str, Any] | None = None,
+        budget: int | None = None,
+    ) -> Iterator[list[Any]]:
         """Batches of documents (matching ``where``) in ``_id`` order after ``last_id``, hopping across _id
-        type brackets."""
+        type brackets; at most ``budget`` batches (an application inserting faster than a pass reads must not
+        keep the pass going forever: what it adds meanwhile is the next pass's)."""
         collection = self._collection(name)
         size = self.options.batch_size
-        while True:
+        while budget is None or budget > 0:
+            if budget is not None:
+                budget -= 1
             query = _both({"_id": {"$gt": last_id}} if has_last else {}, where)
             batch = list(collection.find(query, sort=[("_id", ASCENDING)], limit=size))
             if not batch and has_last:
@@ -316,7 +326,8 @@ class Runner(RunnerBase):
             read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
         )
         last_id, has_last = state.get("last_id"), state.get("has_last", False)
-        for number, batch in enumerate(self.scan(name, last_id, has_last)):
+        budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
+        for number, batch in enumerate(self.scan(name, last_id, has_last, None, budget)):
             # The first batch of a run may be one an interrupted run had begun to write.
             last_id, written = self._apply_batch(
                 migration_id, index, step, batch, parents, outcome.stats, replay=number == 0
@@ -335,11 +346,15 @@ class Runner(RunnerBase):
         operation = OPERATIONS[step.name]
         where = operation.pending(step)
         migrated = 0
+        # A pass reads at most what the scan read: behind an application that inserts faster than mongopat
+        # migrates, the passes end all the same, and the next up goes on.
+        ceiling = self.db[step.collection].estimated_document_count() // self.options.batch_size + 2
         for _pass in range(CATCH_UP_PASSES):
             if step.name == "tree":
                 parents = self._parents(step)  # documents inserted since have parents the first map lacks
             before = outcome.stats.get("transformed", 0)
-            for batch in self.scan(step.collection, None, False, where):
+            budget = min(self._budget(step.collection, where), ceiling)
+            for batch in self.scan(step.collection, None, False, where, budget):
                 _last, written = self._apply_batch(
                     migration_id, index, step, batch, parents, outcome.stats, replay=True
                 )
@@ -599,6 +614,10 @@ class Runner(RunnerBase):
             self.options.progress(migration_id, index, done, total)
         if self.options.on_batch is not None:
             self.options.on_batch(migration_id, index, done)
+
+    def _budget(self, name: str, where: dict[str, Any]) -> int:
+        """Batches a pass over the documents matching ``where`` may take: as many as match now, and one."""
+        return self.db[name].count_documents(where) // self.options.batch_size + 1
 
     def _parents(self, step: Step) -> dict[Any, Any]:
         """The whole tree's parent map (one small projection scan; memory: one entry per node)."""
