@@ -267,52 +267,40 @@ def _option_values(options: RunOptions | None) -> dict[str, Any]:
     return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)} if options is not None else {}
 
 
-def migrate_status(spec: SourceSpec, folder: str) -> list[dict[str, Any]]:
-    """Every migration with its state: applied, pending, running, failed, edited, missing-file."""
+def _migrations(spec: SourceSpec, folder: str, action: str, *args: Any, options: RunOptions | None = None) -> Any:
+    """``action`` (up, down, verify, status) on the target: a server through :mod:`mongopat.api`, the same
+    functions applications call, or a dump folder through its runner."""
     if spec.dump:
-        return _dump_runner(spec, folder).status()
+        return getattr(_dump_runner(spec, folder, options), action)(*args)
     from mongopat import api
 
-    api.load(folder)  # file errors before any connection attempt
+    api.load(folder)  # a wrong file is reported before any connection attempt (which may take --timeout-ms)
+    values = _option_values(options)
     with _server(spec) as source:
-        return api.status(source.writable_db(), folder)
+        db = source.writable_db(values.get("write_concern", "majority"))
+        return getattr(api, action)(db, folder, *args, **values)
+
+
+def migrate_status(spec: SourceSpec, folder: str) -> list[dict[str, Any]]:
+    """Every migration with its state: applied, pending, running, failed, edited, missing-file."""
+    return _migrations(spec, folder, "status")
 
 
 def migrate_up(
     spec: SourceSpec, folder: str, to: str | None = None, options: RunOptions | None = None
 ) -> list[dict[str, Any]]:
     """Apply pending migrations in order (resuming a failed or interrupted one); ``options.dry_run`` writes nothing."""
-    if spec.dump:
-        return _dump_runner(spec, folder, options).up(to)
-    from mongopat import api
-
-    api.load(folder)
-    values = _option_values(options)
-    with _server(spec) as source:
-        return api.up(source.writable_db(values.get("write_concern", "majority")), folder, to, **values)
+    return _migrations(spec, folder, "up", to, options=options)
 
 
 def migrate_down(spec: SourceSpec, folder: str, to: str | None = None, options: RunOptions | None = None) -> list[str]:
     """Revert the last applied migration, or every one after ``to`` (``"base"``: all)."""
-    if spec.dump:
-        return _dump_runner(spec, folder, options).down(to)
-    from mongopat import api
-
-    api.load(folder)
-    values = _option_values(options)
-    with _server(spec) as source:
-        return api.down(source.writable_db(values.get("write_concern", "majority")), folder, to, **values)
+    return _migrations(spec, folder, "down", to, options=options)
 
 
 def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = None) -> dict[str, list[str]]:
     """Re-check the invariants of applied migrations: ``{id: [problems]}``."""
-    if spec.dump:
-        return _dump_runner(spec, folder).verify(migration_id)
-    from mongopat import api
-
-    api.load(folder)
-    with _server(spec) as source:
-        return api.verify(source.writable_db(), folder, migration_id)
+    return _migrations(spec, folder, "verify", migration_id)
 
 
 def check(
