@@ -446,10 +446,9 @@ class Runner(RunnerBase):
             ordered=False,
         )
         side: dict[str, list[Document]] = {}
-        for doc, result in results:
+        for _doc, result in results:
             for collection, documents in result.side.items():
                 side.setdefault(collection, []).extend(documents)
-            _accumulate(stats, step, doc, result)
         written = 0
         for collection, documents in side.items():
             if replay:
@@ -975,15 +974,3 @@ def _decoded_id(document: Any) -> Any:
     if hasattr(document, "raw"):
         return bson.decode(bytes(document.raw))["_id"]
     return document["_id"]
-
-
-def _accumulate(stats: dict[str, Any], step: Step, original: Document, result: Any) -> None:
-    """Counts that verification checks afterwards (elements moved, documents matched)."""
-    if step.name in ("subset", "outlier"):
-        elements = original.get(step.params["field"])
-        if isinstance(elements, list):
-            stats["elements"] = stats.get("elements", 0) + len(elements)
-    elif step.name == "extended_reference" and step.params["as"] in result.document:
-        stats["matched"] = stats.get("matched", 0) + 1
-    elif step.name == "polymorphic" and step.params["type_field"] in result.document:
-        stats["typed"] = stats.get("typed", 0) + 1
