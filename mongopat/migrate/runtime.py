@@ -393,8 +393,9 @@ class Runner(RunnerBase):
         replaced it, so that ``down`` can tell a document left alone since from one the application changed.
         """
         operation = OPERATIONS[step.name]
-        last = _decoded_id(batch[-1])
-        todo = [doc for doc in map(_decoded, batch) if operation.is_pending(doc, step)]
+        read = _versions(batch)
+        last = read[-1][1]["_id"]
+        todo = [(raw, doc) for raw, doc in read if operation.is_pending(doc, step)]
         written = 0
         for round_number in range(CONFLICT_ROUNDS + 1):
             if not todo:
@@ -416,35 +417,34 @@ class Runner(RunnerBase):
         migration_id: str,
         index: int,
         step: Step,
-        docs: list[Document],
+        versions: list[tuple[bytes, Document]],
         parents: dict[Any, Any],
         stats: dict,
         replay: bool,
     ) -> tuple[int, int]:
-        """Back up, transform and conditionally write ``docs`` (their current versions); returns the writes
-        sent and how many conditional writes found their document changed (or gone)."""
+        """Back up, transform and conditionally write ``versions`` (the current documents, as read and
+        decoded); returns the writes sent and how many conditional writes found their document changed (or
+        gone)."""
         name = step.collection
-        ctx = self._context(step, docs, parents)
+        ctx = self._context(step, [doc for _raw_bytes, doc in versions], parents)
         results = []
-        for doc in docs:
+        kept = []
+        for raw, doc in versions:
             result = transform(doc, step, ctx)
             if result.document == doc and not result.side:
                 _count(stats, "unchanged")  # nothing to do for it (a reference with nothing to copy)
                 continue
             results.append((doc, result))
-        if not results:
-            return 0, 0
-        self.db[BACKUP].bulk_write(
-            [
+            kept.append(
                 ReplaceOne(
                     {"_id": _backup_id(migration_id, index, name, doc["_id"])},
-                    {"raw": Binary(bson.encode(doc)), "after": _digest(bson.encode(result.document))},
+                    {"raw": Binary(raw), "after": _digest(bson.encode(result.document))},
                     upsert=True,
                 )
-                for doc, result in results
-            ],
-            ordered=False,
-        )
+            )
+        if not results:
+            return 0, 0
+        self.db[BACKUP].bulk_write(kept, ordered=False)
         side: dict[str, list[Document]] = {}
         for _doc, result in results:
             for collection, documents in result.side.items():
@@ -465,22 +465,24 @@ class Runner(RunnerBase):
         _count(stats, "transformed", outcome.matched_count)
         return written + len(replaces), len(replaces) - outcome.matched_count
 
-    def _still_pending(self, step: Step, docs: list[Document], stats: dict[str, Any]) -> list[Document]:
-        """The current versions of ``docs`` that are still in the old shape (their write lost a race with
-        the application's); those it deleted meanwhile are counted and their side documents removed."""
+    def _still_pending(
+        self, step: Step, versions: list[tuple[bytes, Document]], stats: dict[str, Any]
+    ) -> list[tuple[bytes, Document]]:
+        """The current versions of these documents that are still in the old shape (their write lost a race
+        with the application's); those it deleted meanwhile are counted and their side documents removed."""
         operation = OPERATIONS[step.name]
-        ids = [doc["_id"] for doc in docs]
+        ids = [doc["_id"] for _raw_bytes, doc in versions]
         now = {
-            hashable_key(d["_id"]): d
-            for d in map(_decoded, self._collection(step.collection).find({"_id": {"$in": ids}}))
+            hashable_key(doc["_id"]): (raw, doc)
+            for raw, doc in _versions(self._collection(step.collection).find({"_id": {"$in": ids}}))
         }
-        gone = [doc["_id"] for doc in docs if hashable_key(doc["_id"]) not in now]
+        gone = [ident for ident in ids if hashable_key(ident) not in now]
         if gone:
             _count(stats, "deleted_meanwhile", len(gone))
             if step.name in ("subset", "outlier"):
                 for collection in step.created_collections():
                     self.db[collection].delete_many({"parentId": {"$in": gone}})
-        return [current for current in now.values() if operation.is_pending(current, step)]
+        return [(raw, doc) for raw, doc in now.values() if operation.is_pending(doc, step)]
 
     # -- parallel workers over _id ranges ---------------------------------------------------------
 
@@ -941,6 +943,11 @@ class Runner(RunnerBase):
 
 def _decoded(document: Any) -> Document:
     return bson.decode(_raw(document))
+
+
+def _versions(documents: Any) -> list[tuple[bytes, Document]]:
+    """Documents as read, each as (its BSON bytes, decoded): the bytes are what a backup keeps."""
+    return [(raw, bson.decode(raw)) for raw in map(_raw, documents)]
 
 
 def _digest(raw: bytes) -> Binary:
