@@ -7,12 +7,12 @@ are not JSON, are truncated, or are not slow-query entries are counted and skipp
 from __future__ import annotations
 
 import datetime
-import gzip
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from mongopat.compressed import open_sniffed
 from mongopat.draft.shapes import Observation, QueryShape, WriteShape, shape_of_command
 from mongopat.errors import SourceError
 from mongopat.sources.extjson import JSONDecodeError, loads
@@ -38,15 +38,6 @@ class LogScan:
         return self.last - self.first
 
 
-def _open(path: Path) -> IO[bytes]:
-    try:
-        with path.open("rb") as probe:
-            magic = probe.read(2)
-        return gzip.open(path, "rb") if magic == b"\x1f\x8b" else path.open("rb")
-    except OSError as exc:
-        raise SourceError(f"cannot read log {path}: {exc.strerror or exc}") from None
-
-
 def _timestamp(entry: dict[str, Any]) -> float | None:
     when = entry.get("t")
     text = when.get("$date") if isinstance(when, dict) else when
@@ -66,7 +57,7 @@ def scan_logs(paths: list[str], database: str | None = None, progress: Callable[
         path = Path(name)
         if not path.exists():
             raise SourceError(f"log file not found: {path}")
-        with _open(path) as handle:
+        with open_sniffed(path, "log ") as handle:
             try:
                 for line in handle:
                     done += len(line)

@@ -12,7 +12,6 @@ held in memory but the current document.
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import IO, Any
 import bson
 from bson.errors import BSONError
 
+from mongopat.compressed import open_sniffed
 from mongopat.errors import InputError, SourceError
 
 MAGIC = 0x8199E26D
@@ -41,19 +41,10 @@ class ArchivedCollection:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _open(path: Path) -> IO[bytes]:
-    try:
-        with path.open("rb") as probe:
-            gzipped = probe.read(2) == b"\x1f\x8b"
-        return gzip.open(path, "rb") if gzipped else path.open("rb")
-    except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
 def is_archive(path: Path) -> bool:
     """True when ``path`` starts with the archive magic number (after gunzip when gzipped)."""
     try:
-        with _open(path) as handle:
+        with open_sniffed(path) as handle:
             return int.from_bytes(handle.read(4), "little") == MAGIC
     except (OSError, EOFError, SourceError):
         return False
@@ -143,13 +134,13 @@ def _prelude(reader: _Reader) -> list[ArchivedCollection]:
 
 def read_prelude(path: Path) -> list[ArchivedCollection]:
     """The collections an archive holds (reads only the start of the file)."""
-    with _open(path) as handle:
+    with open_sniffed(path) as handle:
         return _prelude(_start(path, handle))
 
 
 def archive_records(path: Path, database: str, collection: str) -> Iterator[tuple[int, bytes]]:
     """``(offset in the uncompressed stream, raw BSON)`` of every document of one collection."""
-    with _open(path) as handle:
+    with open_sniffed(path) as handle:
         reader = _start(path, handle)
         _prelude(reader)
         while True:
