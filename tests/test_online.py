@@ -88,7 +88,7 @@ class Application:
         self.deleted: set[Any] = set()
         self.inserted: set[Any] = set()
         self.enabled = True
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
 
     def some_id(self) -> Any:
         ids = [d["_id"] for d in self.collection.find({}, {"_id": 1})]
@@ -142,8 +142,12 @@ class InterleavingCollection:
             return attribute
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            self._app.act()
-            return attribute(*args, **kwargs)
+            # mongomock is not thread-safe: with a writer thread, each call (and reading its cursor) holds
+            # the application's lock, so writes interleave between mongopat's calls, not inside one.
+            with self._app.lock:
+                self._app.act()
+                result = attribute(*args, **kwargs)
+                return list(result) if name in ("find", "aggregate") else result
 
         return call
 
@@ -324,25 +328,32 @@ class Crash(Exception):
     pass
 
 
+def up_with_crashes(db: Any, app: Any, folder: Any, batch_size: int = 7) -> None:
+    """``up`` killed after a random number of batches, again and again, while the application writes,
+    until one run completes (at most 20 runs)."""
+    rng = random.Random(7)
+    for _attempt in range(20):
+        crash_at = rng.randint(1, 4)
+
+        def fault(_migration: str, _index: int, done: int, crash_at: int = crash_at) -> None:
+            if done >= crash_at * batch_size:
+                raise Crash()
+
+        options = RunOptions(batch_size=batch_size, on_batch=fault)
+        try:
+            Runner(InterleavingDatabase(db, app), load_folder(folder), options).up()
+            return
+        except Crash:
+            continue
+
+
 @pytest.mark.parametrize("name", ["computed", "subset", "outlier", "attribute", "document_versioning"])
 def test_crashes_while_the_application_writes_then_resume(mongo, tmp_path, name):
     """A run killed after random batches, resumed while the application keeps writing: the same guarantees."""
     db = mongo.db
     step, folder = setup(db, tmp_path, name, 11)
     app = Application(db.orders, 11)
-    rng = random.Random(7)
-    for _attempt in range(20):
-        crash_at = rng.randint(1, 4)
-
-        def fault(_migration: str, _index: int, done: int, crash_at: int = crash_at) -> None:
-            if done >= crash_at * 7:
-                raise Crash()
-
-        try:
-            Runner(InterleavingDatabase(db, app), load_folder(folder), RunOptions(batch_size=7, on_batch=fault)).up()
-            break
-        except Crash:
-            continue
+    up_with_crashes(db, app, folder)
     app.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
     assert db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
@@ -355,7 +366,6 @@ def test_parallel_workers_write_conditionally_too(mongo, tmp_path, name):
     db = mongo.db
     step, folder = setup(db, tmp_path, name, 12)
     app = Application(db.orders, 12)
-    app.lock = threading.RLock()
     Runner(InterleavingDatabase(db, app), load_folder(folder), RunOptions(batch_size=5, workers=2)).up()
     app.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()

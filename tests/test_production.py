@@ -169,7 +169,8 @@ def test_plan_refuses_shard_key_changes_and_validator_violations(tmp_path):
 
     sharded = {"shard_key": {"customerId": 1, "createdAt": 1}, "validator": None}
     assert refusals(build_step({"step": "rename_field", "collection": "o", "from": "customerId", "to": "cid"}), sharded)
-    assert refusals(build_step(STEPS["bucket"]), sharded)  # renameCollection is not allowed on sharded collections
+    assert refusals(build_step(STEPS["bucket"]), sharded)  # buckets cannot carry customerId and createdAt
+    assert refusals(build_step(STEPS["bucket"]), {"shard_key": {"sensor": "hashed"}, "validator": None}) == []
     assert refusals(build_step(STEPS["computed"]), sharded) == []
     validated = {"shard_key": None, "validator": {"$jsonSchema": {"required": ["ram"], "additionalProperties": False,
                                                                     "properties": {"_id": {}, "ram": {}, "cpu": {}}}}}  # fmt: skip

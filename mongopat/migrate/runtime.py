@@ -1,36 +1,47 @@
 """The run: apply migrations in order, in batches, with checkpoints, backups, a lock and a changelog.
 
-Document steps read the collection in ``_id`` order, a batch at a time; before a document is rewritten its
-original bytes are saved in ``mongopat_backup``, and every transform starts from that original, so a batch
-replayed after a crash gives the same result. The changelog records the last ``_id`` of each batch: a
-crash anywhere leaves a state that ``up`` resumes to the same end. Regroup steps (bucket) build the new
-documents in a staging collection and swap it in by renaming; the original collection is kept, renamed,
-for ``down``.
+Document steps read the collection in ``_id`` order, a batch at a time; before a document is rewritten the
+version read is kept in ``mongopat_backup``, and the write takes only while the document is still that
+version (the application may be writing: see ``conditional.py``). The changelog records the last ``_id``
+of each batch: a crash anywhere leaves a state that ``up`` resumes to the same end. The bucket step
+regroups readings in the collection itself (``runtime_buckets.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import bson
-from bson.binary import Binary
 from pymongo import ASCENDING, ReplaceOne
 from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, original_name, stage_name
+from mongopat.migrate.conditional import (
+    CATCH_UP_PASSES,
+    CONFLICT_ROUNDS,
+    StepOutcome,
+    backup,
+    backup_id,
+    count,
+    decoded,
+    decoded_id,
+    digest,
+    keep_backups,
+    raw_bytes,
+    unchanged_since,
+    versions_of,
+)
 from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
-from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.operations import OPERATIONS, bucket
 from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
+from mongopat.migrate.runtime_buckets import BucketSteps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transforms import (
-    BucketBuilder,
     Context,
     Document,
     empty_aggregates,
@@ -77,28 +88,7 @@ PYTHON_BRACKET = {
 }
 
 
-# Rounds of re-reading and re-transforming documents whose conditional write lost to the application's.
-CONFLICT_ROUNDS = 5
-# Passes over the documents still in the old shape after a document step's scan.
-CATCH_UP_PASSES = 5
-
-
-@dataclass
-class StepOutcome:
-    read: int = 0
-    written: int = 0
-    stats: dict[str, Any] = field(default_factory=dict)
-
-
-def _raw(document: Any) -> bytes:
-    return bytes(document.raw) if hasattr(document, "raw") else bson.encode(document)
-
-
-def _backup_id(migration_id: str, step: int, collection: str, document_id: Any) -> dict[str, Any]:
-    return {"m": migration_id, "s": step, "c": collection, "id": document_id}
-
-
-class Runner(RunnerBase):
+class Runner(BucketSteps, RunnerBase):
     """Migrations against one database (pymongo or mongomock)."""
 
     def __init__(self, db: Any, migrations: list[Migration], options: RunOptions | None = None) -> None:
@@ -140,14 +130,16 @@ class Runner(RunnerBase):
                 continue
             migrated = 0
             for index, step in enumerate(migration.steps):
-                if step.type.kind != "document":
+                where = self._pending_filter(migration.id, index, step)
+                if where is None or not self.db[step.collection].count_documents(where, limit=1):
                     continue
                 state = (entry.get("steps") or [{}] * (index + 1))[index]
-                if not self.db[step.collection].count_documents(OPERATIONS[step.name].pending(step), limit=1):
-                    continue
                 outcome = StepOutcome(stats=dict(state.get("stats") or {}))
-                parents = self._parents(step) if step.name == "tree" else {}
-                migrated += self.catch_up(migration.id, index, step, parents, outcome)
+                if step.type.kind == "regroup":
+                    migrated += self._bucket_catch_up(migration.id, index, step, outcome, {})
+                else:
+                    parents = self._parents(step) if step.name == "tree" else {}
+                    migrated += self.catch_up(migration.id, index, step, parents, outcome)
                 self.changelog.step(migration.id, index, stats=outcome.stats)
             if migrated:
                 results.append(
@@ -172,13 +164,22 @@ class Runner(RunnerBase):
             if (entries.get(migration.id) or {}).get("state") != "applied":
                 continue
             total = sum(
-                self.db[step.collection].count_documents(OPERATIONS[step.name].pending(step))
-                for step in migration.steps
-                if step.type.kind == "document"
+                self.db[step.collection].count_documents(where)
+                for index, step in enumerate(migration.steps)
+                if (where := self._pending_filter(migration.id, index, step)) is not None
             )
             if total:
                 found[migration.id] = total
         return found
+
+    def _pending_filter(self, migration_id: str, index: int, step: Step) -> dict[str, Any] | None:
+        """The documents a step leaves in the old shape, or None for steps without one (index and
+        collection steps, and buckets rebuilt beside the collection by an earlier mongopat)."""
+        if step.type.kind == "document":
+            return OPERATIONS[step.name].pending(step)
+        if step.type.kind == "regroup" and original_name(migration_id, index) not in self.db.list_collection_names():
+            return bucket.pending(step)
+        return None
 
     def _apply(self, migration: Migration) -> dict[str, Any]:
         started = time.monotonic()
@@ -280,7 +281,7 @@ class Runner(RunnerBase):
             if not batch:
                 return
             yield batch
-            last_id, has_last = _decoded_id(batch[-1]), True
+            last_id, has_last = decoded_id(batch[-1]), True
 
     def _next_bracket(self, collection: Any, last_id: Any, size: int, where: dict[str, Any] | None = None) -> list[Any]:
         bracket = PYTHON_BRACKET.get(type(last_id).__name__)
@@ -393,7 +394,7 @@ class Runner(RunnerBase):
         replaced it, so that ``down`` can tell a document left alone since from one the application changed.
         """
         operation = OPERATIONS[step.name]
-        read = _versions(batch)
+        read = versions_of(batch)
         last = read[-1][1]["_id"]
         todo = [(raw, doc) for raw, doc in read if operation.is_pending(doc, step)]
         written = 0
@@ -401,7 +402,7 @@ class Runner(RunnerBase):
             if not todo:
                 break
             if round_number:
-                _count(stats, "conflicts", len(todo))
+                count(stats, "conflicts", len(todo))
             sent, missed = self._write_versions(
                 migration_id, index, step, todo, parents, stats, replay=replay or round_number > 0
             )
@@ -409,7 +410,7 @@ class Runner(RunnerBase):
             # Every conditional write took (the usual case): no need to read the batch again.
             todo = self._still_pending(step, todo, stats) if missed else []
         if todo:
-            _count(stats, "conflicts_unresolved", len(todo))  # left pending: the catch-up pass takes them
+            count(stats, "conflicts_unresolved", len(todo))  # left pending: the catch-up pass takes them
         return last, written
 
     def _write_versions(
@@ -432,19 +433,13 @@ class Runner(RunnerBase):
         for raw, doc in versions:
             result = transform(doc, step, ctx)
             if result.document == doc and not result.side:
-                _count(stats, "unchanged")  # nothing to do for it (a reference with nothing to copy)
+                count(stats, "unchanged")  # nothing to do for it (a reference with nothing to copy)
                 continue
             results.append((doc, result))
-            kept.append(
-                ReplaceOne(
-                    {"_id": _backup_id(migration_id, index, name, doc["_id"])},
-                    {"raw": Binary(raw), "after": _digest(bson.encode(result.document))},
-                    upsert=True,
-                )
-            )
+            kept.append(backup(backup_id(migration_id, index, name, doc["_id"]), raw, bson.encode(result.document)))
         if not results:
             return 0, 0
-        self.db[BACKUP].bulk_write(kept, ordered=False)
+        keep_backups(self.db[BACKUP], kept)
         side: dict[str, list[Document]] = {}
         for _doc, result in results:
             for collection, documents in result.side.items():
@@ -460,9 +455,9 @@ class Runner(RunnerBase):
                     self.db[collection].delete_many({"_id": {"$in": [d["_id"] for d in documents]}})
             _insert_ignoring_duplicates(self.db[collection], documents)
             written += len(documents)
-        replaces = [ReplaceOne(_unchanged_since(doc), result.document) for doc, result in results]
+        replaces = [ReplaceOne(unchanged_since(doc), result.document) for doc, result in results]
         outcome = self.db[name].bulk_write(replaces, ordered=False)
-        _count(stats, "transformed", outcome.matched_count)
+        count(stats, "transformed", outcome.matched_count)
         return written + len(replaces), len(replaces) - outcome.matched_count
 
     def _still_pending(
@@ -474,11 +469,11 @@ class Runner(RunnerBase):
         ids = [doc["_id"] for _raw_bytes, doc in versions]
         now = {
             hashable_key(doc["_id"]): (raw, doc)
-            for raw, doc in _versions(self._collection(step.collection).find({"_id": {"$in": ids}}))
+            for raw, doc in versions_of(self._collection(step.collection).find({"_id": {"$in": ids}}))
         }
         gone = [ident for ident in ids if hashable_key(ident) not in now]
         if gone:
-            _count(stats, "deleted_meanwhile", len(gone))
+            count(stats, "deleted_meanwhile", len(gone))
             if step.name in ("subset", "outlier"):
                 for collection in step.created_collections():
                     self.db[collection].delete_many({"parentId": {"$in": gone}})
@@ -491,15 +486,15 @@ class Runner(RunnerBase):
         so that a resumed run continues each range from its own checkpoint. None when the collection is too
         small or its _ids are of several types (the single ordered scan handles those)."""
         collection = self.db[name]
-        count = collection.count_documents({})
-        if count < workers * 2:
+        documents = collection.count_documents({})
+        if documents < workers * 2:
             return None
         ends = [
             list(collection.find({}, {"_id": 1}, sort=[("_id", direction)], limit=1))[0]["_id"] for direction in (1, -1)
         ]
         bounds = []
         for k in range(1, workers):
-            found = list(collection.find({}, {"_id": 1}, sort=[("_id", 1)], skip=k * count // workers, limit=1))
+            found = list(collection.find({}, {"_id": 1}, sort=[("_id", 1)], skip=k * documents // workers, limit=1))
             if found and (not bounds or found[0]["_id"] != bounds[-1]):
                 bounds.append(found[0]["_id"])
         brackets = {PYTHON_BRACKET.get(type(v).__name__) for v in [*ends, *bounds]}
@@ -537,7 +532,7 @@ class Runner(RunnerBase):
             if not batch:
                 return
             yield batch
-            last_id, has_last = _decoded_id(batch[-1]), True
+            last_id, has_last = decoded_id(batch[-1]), True
 
     def _document_ranges(
         self, migration_id: str, index: int, step: Step, ranges: list[dict[str, Any]], parents: dict[Any, Any]
@@ -666,65 +661,6 @@ class Runner(RunnerBase):
             results.setdefault(hashable_key(value), empty_aggregates(step.params["compute"]))
         return results
 
-    # -- bucket ----------------------------------------------------------------------------------
-
-    def _bucket_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
-        name, stage, kept = step.collection, stage_name(migration_id, index), original_name(migration_id, index)
-        existing = set(self.db.list_collection_names())
-        outcome = StepOutcome(
-            read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
-        )
-        phase = state.get("phase") or "build"
-        if phase == "build":
-            if not state.get("has_last") and stage in existing:
-                self.db[stage].drop()  # a staging collection from a run that never checkpointed: start clean
-            if not state.get("has_last"):
-                self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
-            staging = self.db[stage]
-
-            def load(series: Any, start: Any) -> Document | None:
-                found = list(staging.find({"_id.s": series, "_id.w": start}, sort=[("_id.n", -1)], limit=1))
-                return found[0] if found else None
-
-            builder = BucketBuilder(step, load)
-            total = self.db[name].estimated_document_count()
-            self.throttle.start(state.get("read", 0))
-            last_id, has_last = state.get("last_id"), state.get("has_last", False)
-            for batch in self.scan(name, last_id, has_last):
-                touched: dict[str, Document] = {}
-                passthrough = []
-                for raw in batch:
-                    doc = bson.decode(_raw(raw))
-                    bucket = builder.add(doc)
-                    builder.completed.clear()  # full buckets were written when touched; nothing to add
-                    if bucket is None:
-                        passthrough.append(ReplaceOne({"_id": doc["_id"]}, doc, upsert=True))
-                    else:
-                        touched[repr(bucket["_id"])] = bucket
-                operations = [ReplaceOne({"_id": b["_id"]}, b, upsert=True) for b in touched.values()] + passthrough
-                if operations:
-                    staging.bulk_write(operations, ordered=True)
-                if len(builder.open) > 10_000:  # bounded memory: buckets are reloaded from staging on demand
-                    builder.open.clear()
-                    builder.ids.clear()
-                outcome.read += len(batch)
-                outcome.written += len(operations)
-                outcome.stats["passthrough"] = outcome.stats.get("passthrough", 0) + len(passthrough)
-                last_id, has_last = _decoded_id(batch[-1]), True
-                self._checkpoint(migration_id, index, outcome, len(batch), len(operations), last_id, total)
-            if stage not in set(self.db.list_collection_names()):
-                self.db.create_collection(stage)
-            self.changelog.step(migration_id, index, phase="swap")
-        existing = set(self.db.list_collection_names())
-        if name in existing and kept not in existing:
-            self.db[name].rename(kept)
-        existing = set(self.db.list_collection_names())
-        if stage in existing and name not in existing:
-            self.db[stage].rename(name)
-            self.db[name].create_index([(step.params["series_key"], ASCENDING), ("start", ASCENDING)])
-        self.changelog.step(migration_id, index, phase="done")
-        return outcome
-
     # -- collection steps ------------------------------------------------------------------------
 
     def _collection_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
@@ -746,7 +682,7 @@ class Runner(RunnerBase):
             target = self.db[step.params["to"]]
             last_id, has_last = state.get("last_id"), state.get("has_last", False)
             for batch in self.scan(step.collection, last_id, has_last):
-                docs = [bson.decode(_raw(d)) for d in batch]
+                docs = [bson.decode(raw_bytes(d)) for d in batch]
                 target.bulk_write([ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in docs], ordered=True)
                 outcome.read += len(docs)
                 outcome.written += len(docs)
@@ -781,7 +717,9 @@ class Runner(RunnerBase):
             transformed = stats.get("transformed", 0)
             if backed < transformed:
                 problems.append(f"{name}: {transformed - backed} original(s) not kept for rollback")
-        elif step.type.kind == "regroup":
+        elif step.type.kind == "regroup" and original_name(migration_id, index) not in db.list_collection_names():
+            problems.extend(self._verify_buckets(migration_id, index, step, stats))
+        elif step.type.kind == "regroup":  # rebuilt beside the collection by an earlier mongopat
             kept = original_name(migration_id, index)
             source_count = db[kept].count_documents({})
             total = sum(
@@ -829,7 +767,7 @@ class Runner(RunnerBase):
                     db[name].drop_index(list(step.params["index"].items()))
             if unresolved:
                 # Their originals stay kept: the documents are left as the application wrote them.
-                keep = [_backup_id(migration_id, index, name, ident) for ident in unresolved]
+                keep = [backup_id(migration_id, index, name, ident) for ident in unresolved]
                 backups.delete_many({"$and": [query, {"_id": {"$nin": keep}}]})
                 shown = ", ".join(repr(ident) for ident in unresolved[:10])
                 raise OperationFailed(
@@ -839,7 +777,9 @@ class Runner(RunnerBase):
                     hint="fix them by hand (their originals are kept in mongopat_backup), then run down again",
                 )
             backups.delete_many(query)
-        elif step.type.kind == "regroup":
+        elif step.type.kind == "regroup" and original_name(migration_id, index) not in db.list_collection_names():
+            self._unbucket_step(migration_id, index, step)
+        elif step.type.kind == "regroup":  # rebuilt beside the collection by an earlier mongopat
             kept, stage = original_name(migration_id, index), stage_name(migration_id, index)
             existing = set(db.list_collection_names())
             if kept in existing:
@@ -888,21 +828,21 @@ class Runner(RunnerBase):
             found = self._collection(step.collection).find({"_id": {"$in": todo}})
             writes, targets, expected = [], {}, {}
             for raw in found:
-                current = _decoded(raw)
+                current = decoded(raw)
                 key = hashable_key(current["_id"])
                 backup = originals[key]
                 original = bson.decode(bytes(backup["raw"]))
                 after = backup.get("after")
-                if after is None or _digest(_raw(raw)) == after:
+                if after is None or digest(raw_bytes(raw)) == after:
                     restored: Document | None = original  # left alone since up: the original bytes
                 else:
                     restored = operation.inverse(current, original, step, side.get(key, []))
                 if restored is None:
                     unresolved.append(current["_id"])
                     continue
-                writes.append(ReplaceOne(_unchanged_since(current), restored))
+                writes.append(ReplaceOne(unchanged_since(current), restored))
                 targets[key] = current["_id"]
-                expected[key] = _digest(bson.encode(restored))
+                expected[key] = digest(bson.encode(restored))
             if not writes:
                 break
             result = collection.bulk_write(writes, ordered=False)
@@ -914,8 +854,8 @@ class Runner(RunnerBase):
             todo = [
                 targets[key]
                 for raw in again
-                if _digest(_raw(raw)) != expected[key := hashable_key(_decoded(raw)["_id"])]
-                and not operation.is_pending(_decoded(raw), step)
+                if digest(raw_bytes(raw)) != expected[key := hashable_key(decoded(raw)["_id"])]
+                and not operation.is_pending(decoded(raw), step)
             ]
         return unresolved
 
@@ -927,9 +867,10 @@ class Runner(RunnerBase):
         steps = []
         for step in migration.steps:
             collection = self.db[step.collection]
-            count = collection.count_documents({})
+            documents = collection.count_documents({})
             samples = [
-                bson.decode(_raw(d)) for d in self._collection(step.collection).find({}, limit=3, sort=[("_id", 1)])
+                bson.decode(raw_bytes(d))
+                for d in self._collection(step.collection).find({}, limit=3, sort=[("_id", 1)])
             ]
             ctx = (
                 self._context(step, samples, self._parents(step) if step.name == "tree" else {})
@@ -937,26 +878,10 @@ class Runner(RunnerBase):
                 else None
             )
             examples = dry_run_examples(step, samples, ctx)
-            steps.append({"step": step.name, "collection": step.collection, "documents": count, "examples": examples})
+            steps.append(
+                {"step": step.name, "collection": step.collection, "documents": documents, "examples": examples}
+            )
         return {"id": migration.id, "state": "dry-run", "steps": steps}
-
-
-def _decoded(document: Any) -> Document:
-    return bson.decode(_raw(document))
-
-
-def _versions(documents: Any) -> list[tuple[bytes, Document]]:
-    """Documents as read, each as (its BSON bytes, decoded): the bytes are what a backup keeps."""
-    return [(raw, bson.decode(raw)) for raw in map(_raw, documents)]
-
-
-def _digest(raw: bytes) -> Binary:
-    return Binary(hashlib.sha1(raw, usedforsecurity=False).digest())
-
-
-def _unchanged_since(doc: Document) -> dict[str, Any]:
-    """A filter that matches ``doc`` only while it is exactly this version (every field, in order)."""
-    return {"_id": doc["_id"], "$expr": {"$eq": ["$$ROOT", {"$literal": doc}]}}
 
 
 def _both(query: dict[str, Any], where: dict[str, Any] | None) -> dict[str, Any]:
@@ -965,19 +890,9 @@ def _both(query: dict[str, Any], where: dict[str, Any] | None) -> dict[str, Any]
     return {"$and": [query, where]} if query else where
 
 
-def _count(stats: dict[str, Any], key: str, amount: int = 1) -> None:
-    stats[key] = stats.get(key, 0) + amount
-
-
 def _insert_ignoring_duplicates(collection: Any, documents: list[Document]) -> None:
     try:
         collection.insert_many(documents, ordered=False)
     except BulkWriteError as exc:
         if any(error.get("code") != 11000 for error in exc.details.get("writeErrors", [])):
             raise
-
-
-def _decoded_id(document: Any) -> Any:
-    if hasattr(document, "raw"):
-        return bson.decode(bytes(document.raw))["_id"]
-    return document["_id"]

@@ -1,8 +1,9 @@
 """Plan-time safety: steps a deployment would reject or that would corrupt it are refused with a reason.
 
 Checked against what the target says about a collection (``collection_info``): its shard key (a step that
-changes a shard-key field, or rebuilds a sharded collection, is refused: MongoDB does not allow renaming
-sharded collections and changing shard-key values moves documents between shards) and its
+changes a shard-key field, renames a sharded collection, or groups readings into buckets that cannot carry
+its shard key, is refused: MongoDB does not allow renaming sharded collections, changing shard-key values
+moves documents between shards, and an upsert must name the whole shard key) and its
 ``$jsonSchema`` validator (a step that removes a required field, adds fields a closed schema does not
 allow, or reshapes the documents is refused).
 """
@@ -48,9 +49,16 @@ def refusals(step: Step, info: dict[str, Any]) -> list[str]:
     shard_key = info.get("shard_key") or {}
     if shard_key:
         key_fields = {name.split(".")[0] for name in shard_key}
-        if step.type.kind == "regroup" or step.name == "rename_collection":
+        if step.name == "rename_collection":
             reasons.append(
                 f"{step.collection} is sharded on {dict(shard_key)}: {step.name} would rename a sharded collection"
+            )
+        if step.type.kind == "regroup" and not key_fields <= {step.params.get("series_key"), "_id"}:
+            # Buckets carry the series and their own _id, nothing else of a reading at the top level: an
+            # upsert into a bucket must name the whole shard key.
+            reasons.append(
+                f"{step.collection} is sharded on {dict(shard_key)}: buckets hold only the series "
+                f"{step.params.get('series_key')!r} and their _id, so they cannot carry that shard key"
             )
         changed = written_fields(step) & key_fields
         if changed:

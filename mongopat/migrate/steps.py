@@ -5,7 +5,8 @@ Three kinds of step:
 - ``document``: each document of the collection is rewritten in place by a pure transform
   (:mod:`mongopat.migrate.transforms`), possibly writing side documents to new collections (history,
   overflow, the full list of a subset);
-- ``regroup``: the collection is rebuilt from its documents (bucket: many readings -> few buckets);
+- ``regroup``: documents are grouped into new documents of the same collection (bucket: many readings ->
+  few buckets);
 - ``collection``: an operation on a collection or index (create/drop index, copy/rename collection).
 """
 

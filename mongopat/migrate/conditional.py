@@ -1,0 +1,86 @@
+"""Conditional writes on a live server: document versions as read, and filters that match only them.
+
+The runner rewrites or deletes a document only while it is exactly the version it read; a write that
+finds the document changed lost a race with the application and is tried again from the current version.
+A backup keeps the bytes read and a digest of what replaced them, so that ``down`` can tell a document
+left alone since ``up`` from one the application changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import bson
+from bson.binary import Binary
+from pymongo import ReplaceOne
+from pymongo.errors import BulkWriteError
+
+from mongopat.migrate.transforms import Document
+
+# Rounds of re-reading and re-transforming documents whose conditional write lost to the application's.
+CONFLICT_ROUNDS = 5
+# Passes over the documents still in the old shape after a step's scan.
+CATCH_UP_PASSES = 5
+
+
+@dataclass
+class StepOutcome:
+    read: int = 0
+    written: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def raw_bytes(document: Any) -> bytes:
+    return bytes(document.raw) if hasattr(document, "raw") else bson.encode(document)
+
+
+def decoded(document: Any) -> Document:
+    return bson.decode(raw_bytes(document))
+
+
+def decoded_id(document: Any) -> Any:
+    if hasattr(document, "raw"):
+        return bson.decode(bytes(document.raw))["_id"]
+    return document["_id"]
+
+
+def versions_of(documents: Any) -> list[tuple[bytes, Document]]:
+    """Documents as read, each as (its BSON bytes, decoded): the bytes are what a backup keeps."""
+    return [(raw, bson.decode(raw)) for raw in map(raw_bytes, documents)]
+
+
+def digest(raw: bytes) -> Binary:
+    return Binary(hashlib.sha1(raw, usedforsecurity=False).digest())
+
+
+def unchanged_since(doc: Document) -> dict[str, Any]:
+    """A filter that matches ``doc`` only while it is exactly this version (every field, in order)."""
+    return {"_id": doc["_id"], "$expr": {"$eq": ["$$ROOT", {"$literal": doc}]}}
+
+
+def backup_id(migration_id: str, step: int, collection: str, document_id: Any) -> dict[str, Any]:
+    return {"m": migration_id, "s": step, "c": collection, "id": document_id}
+
+
+def count(stats: dict[str, Any], key: str, amount: int = 1) -> None:
+    stats[key] = stats.get(key, 0) + amount
+
+
+def backup(key: dict[str, Any], raw: bytes, after: bytes) -> dict[str, Any]:
+    """What ``down`` needs of one document: the bytes read, and a digest of what replaced them."""
+    return {"_id": key, "raw": Binary(raw), "after": digest(after)}
+
+
+def keep_backups(collection: Any, backups: list[dict[str, Any]]) -> None:
+    """Insert backups; one that exists already (a replayed batch, a lost race) is replaced by the version
+    now transformed. One command when nothing was kept before."""
+    try:
+        collection.insert_many(backups, ordered=False)
+    except BulkWriteError as exc:
+        errors = exc.details.get("writeErrors", [])
+        if any(error.get("code") != 11000 for error in errors):
+            raise
+        again = [backups[error["index"]] for error in errors]
+        collection.bulk_write([ReplaceOne({"_id": b["_id"]}, b, upsert=True) for b in again], ordered=False)

@@ -1,0 +1,120 @@
+"""bucket: readings of one series and one time window grouped into bucket documents, in the collection itself.
+
+A bucket is ``{_id: {s: series, w: window start, n: sequence}, <series_key>, start, end, count, min, max,
+readings}``; its ``_id`` is a function of the reading, so pushing a reading again after a crash lands in the
+same bucket. Readings and buckets live side by side while the step runs: a reading is still pending until
+it has been pushed into its bucket and deleted, and readings the application inserts later are just more
+pending documents. ``min`` and ``max`` bound the measurements of the readings pushed; a reading pulled out
+again (the application changed or deleted it meanwhile) leaves them as they were, as the application's own
+deletes do.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from pymongo import UpdateOne
+
+from mongopat.migrate.steps import Step
+from mongopat.migrate.transforms import Document, _epoch
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def pending(step: Step) -> dict[str, Any]:
+    """Readings not yet in a bucket: documents with a date and a series (others stay as they are)."""
+    return {
+        "readings": {"$exists": False},
+        step.params["time_field"]: {"$type": "date"},
+        step.params["series_key"]: {"$ne": None},
+    }
+
+
+def is_pending(doc: Document, step: Step) -> bool:
+    return (
+        "readings" not in doc
+        and _epoch(doc.get(step.params["time_field"])) is not None
+        and doc.get(step.params["series_key"]) is not None
+    )
+
+
+def buckets_filter() -> dict[str, Any]:
+    """The bucket documents (what ``down`` unpacks): mongopat's and those the application creates with its
+    own upserts, whatever their ``_id``."""
+    return {"readings": {"$type": "array"}, "count": {"$exists": True}}
+
+
+def window_start(when: datetime.datetime, step: Step) -> datetime.datetime:
+    seconds = _epoch(when)
+    assert seconds is not None
+    return _EPOCH + datetime.timedelta(seconds=seconds - seconds % step.params["window_seconds"])
+
+
+def window_of(doc: Document, step: Step) -> tuple[Any, datetime.datetime]:
+    """(series, window start) of a pending reading."""
+    return doc[step.params["series_key"]], window_start(doc[step.params["time_field"]], step)
+
+
+def bucket_id(series: Any, start: datetime.datetime, sequence: int) -> dict[str, Any]:
+    return {"s": series, "w": start, "n": sequence}
+
+
+def entry(doc: Document, step: Step) -> Document:
+    """A reading as a bucket holds it: everything but the series, which the bucket holds once."""
+    return {key: value for key, value in doc.items() if key != step.params["series_key"]}
+
+
+def push(readings: list[Document], step: Step, sequence: int) -> UpdateOne:
+    """Push readings of one window into bucket ``sequence`` of that window while it has room for them all,
+    creating it if needed; a bucket without room makes the upsert fail with a duplicate key (the caller
+    tries the next sequence). The series is in the filter so that a collection sharded on it routes it."""
+    series, start = window_of(readings[0], step)
+    update: dict[str, Any] = {
+        "$setOnInsert": {
+            step.params["series_key"]: series,
+            "start": start,
+            "end": start + datetime.timedelta(seconds=step.params["window_seconds"]),
+        },
+        "$push": {"readings": {"$each": [entry(doc, step) for doc in readings]}},
+        "$inc": {"count": len(readings)},
+    }
+    lows: dict[str, Any] = {}
+    highs: dict[str, Any] = {}
+    for name in step.params.get("measurements") or []:
+        values = [
+            value
+            for doc in readings
+            if isinstance(value := doc.get(name), (int, float)) and not isinstance(value, bool)
+        ]
+        if values:
+            lows[f"min.{name}"], highs[f"max.{name}"] = min(values), max(values)
+    if lows:
+        update["$min"], update["$max"] = lows, highs
+    return UpdateOne(
+        {
+            "_id": bucket_id(series, start, sequence),
+            step.params["series_key"]: series,
+            "count": {"$lte": step.params["max_bucket_size"] - len(readings)},
+        },
+        update,
+        upsert=True,
+    )
+
+
+def pull(bucket: Any, reading_id: Any) -> UpdateOne:
+    """Take one reading out of a bucket again (its copy is stale, or the application deleted it)."""
+    return UpdateOne(
+        {"_id": bucket, "readings._id": reading_id}, {"$pull": {"readings": {"_id": reading_id}}, "$inc": {"count": -1}}
+    )
+
+
+def reading(item: Document, bucket: Document, step: Step, original: Document | None) -> Document:
+    """A bucket's reading as a document again, its series back where the original had it (or last)."""
+    series_key = step.params["series_key"]
+    merged = {**item, series_key: bucket.get(series_key)}
+    if original is None:
+        return merged
+    ordered = {key: merged[key] for key in original if key in merged}
+    ordered.update((key, value) for key, value in merged.items() if key not in ordered)
+    return ordered

@@ -1,0 +1,388 @@
+"""The bucket step on a live server: readings move into buckets in the collection itself, and back.
+
+``up`` takes the pending readings a batch at a time, in ``_id`` order: it keeps each reading's bytes in
+``mongopat_backup``, pushes the readings into their buckets (upserts with deterministic ``_id``s), then
+deletes each reading only while it is still the version pushed. A reading the application changed in
+between is pulled out of its bucket again and stays pending; one it deleted is pulled out too. Readings the
+application inserts meanwhile are pending documents for the catch-up passes. A crash anywhere leaves
+readings that are either pending (pushed again after their stale copies are pulled) or moved.
+
+``down`` does the reverse: it writes every reading of a bucket back as a document (its original bytes when
+the reading is the one ``up`` moved, untouched since) and deletes the bucket only while it is still the
+version unpacked; a bucket the application pushed into or pulled from meanwhile is unpacked again.
+
+While either runs, the application sees both shapes (the schema versioning pattern): it reads readings and
+buckets, inserts readings in either shape, and changes or deletes a reading in both (by ``_id``, and by
+``readings._id`` in its bucket). See the README's "Migrating while the application writes".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import bson
+from pymongo import ASCENDING, DeleteOne, ReplaceOne
+from pymongo.errors import BulkWriteError
+
+from mongopat.errors import OperationFailed
+from mongopat.migrate.bookkeeping import BACKUP
+from mongopat.migrate.conditional import (
+    CATCH_UP_PASSES,
+    CONFLICT_ROUNDS,
+    StepOutcome,
+    backup,
+    backup_id,
+    count,
+    decoded,
+    decoded_id,
+    digest,
+    keep_backups,
+    unchanged_since,
+    versions_of,
+)
+from mongopat.migrate.operations import bucket
+from mongopat.migrate.steps import Step
+from mongopat.migrate.transforms import Document
+
+# Known sequence and fill of the newest bucket per (series, window): buckets being filled are usually the
+# same from one batch to the next. Bounded: forgetting only costs a read.
+_SEQUENCE_CACHE = 10_000
+
+
+class BucketSteps:
+    """Mixed into the server runner (``Runner``): its database, options, changelog, lock and scan."""
+
+    db: Any
+    options: Any
+    changelog: Any
+    lock: Any
+    throttle: Any
+
+    # -- up --------------------------------------------------------------------------------------
+
+    def _bucket_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
+        name = step.collection
+        if state.get("phase"):
+            raise OperationFailed(
+                f"bucket on {name}: this step was started by an earlier mongopat that rebuilt the collection beside it",
+                hint="finish or roll it back with that version, then run this one",
+            )
+        if state.get("count_before") is None and not state.get("has_last"):
+            self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
+        keys = [(step.params["series_key"], ASCENDING), ("start", ASCENDING)]
+        # Reads of one series over a time range, in both shapes, during the transition and after.
+        self.db[name].create_index(keys)
+        outcome = StepOutcome(
+            read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
+        )
+        sequences: dict[Any, list[int]] = {}
+        where = bucket.pending(step)
+        total = self.db[name].estimated_document_count()
+        self.throttle.start(outcome.read)
+        last_id, has_last = state.get("last_id"), state.get("has_last", False)
+        budget = (total or 0) // self.options.batch_size + 2
+        for number, batch in enumerate(self.scan(name, last_id, has_last, where, budget)):
+            last_id = decoded_id(batch[-1])
+            written = self._move_readings(migration_id, index, step, batch, outcome.stats, sequences, number == 0)
+            outcome.read += len(batch)
+            outcome.written += written
+            self._checkpoint(migration_id, index, outcome, len(batch), written, last_id, total)
+        self._bucket_catch_up(migration_id, index, step, outcome, sequences)
+        outcome.stats["passthrough"] = (
+            self.db[name].count_documents({"readings": {"$exists": False}}) - outcome.stats["pending_left"]
+        )
+        return outcome
+
+    def _bucket_catch_up(
+        self, migration_id: str, index: int, step: Step, outcome: StepOutcome, sequences: dict[Any, list[int]]
+    ) -> int:
+        """Readings still pending after the scan (inserted behind it, or whose move lost a race): at most
+        ``CATCH_UP_PASSES`` passes; what is left is counted in ``pending_left``."""
+        name, where = step.collection, bucket.pending(step)
+        moved = 0
+        ceiling = self.db[name].estimated_document_count() // self.options.batch_size + 2
+        for _pass in range(CATCH_UP_PASSES):
+            before = outcome.stats.get("moved", 0)
+            budget = min(self._budget(name, where), ceiling)
+            for batch in self.scan(name, None, False, where, budget):
+                written = self._move_readings(migration_id, index, step, batch, outcome.stats, sequences, True)
+                outcome.read += len(batch)
+                outcome.written += written
+                self._checkpoint(migration_id, index, outcome, len(batch), written, decoded_id(batch[-1]), None)
+            done = outcome.stats.get("moved", 0) - before
+            moved += done
+            if not done:
+                break
+        outcome.stats["caught_up"] = outcome.stats.get("caught_up", 0) + moved
+        outcome.stats["pending_left"] = self.db[name].count_documents(where)
+        return moved
+
+    def _move_readings(
+        self,
+        migration_id: str,
+        index: int,
+        step: Step,
+        batch: list[Any],
+        stats: dict[str, Any],
+        sequences: dict[Any, list[int]],
+        replay: bool,
+    ) -> int:
+        """Move a batch of readings into their buckets; returns the writes sent. ``replay``: an interrupted
+        run may have pushed some of them already (their copies are pulled out before they are pushed)."""
+        collection = self.db[step.collection]
+        todo = [(raw, doc) for raw, doc in versions_of(batch) if bucket.is_pending(doc, step)]
+
+        written = 0
+        for round_number in range(CONFLICT_ROUNDS + 1):
+            if not todo:
+                break
+            if round_number:
+                count(stats, "conflicts", len(todo))
+            if replay or round_number:
+                written += self._pull_copies(step, [doc for _raw, doc in todo])
+            keep_backups(
+                self.db[BACKUP],
+                [
+                    backup(
+                        backup_id(migration_id, index, step.collection, doc["_id"]),
+                        raw,
+                        bson.encode(bucket.entry(doc, step)),
+                    )
+                    for raw, doc in todo
+                ],
+            )
+            placed = self._push(step, [doc for _raw, doc in todo], sequences)
+            written += len(todo)
+            ids = [doc["_id"] for _raw, doc in todo]
+            present = {_key(d["_id"]) for d in collection.find({"_id": {"$in": ids}}, {"_id": 1})}
+            # Deleted by the application before the push: its delete could not reach the copy just pushed.
+            gone = [doc["_id"] for _raw, doc in todo if _key(doc["_id"]) not in present]
+            if gone:
+                count(stats, "deleted_meanwhile", len(gone))
+                written += self._pull(step, [placed[_key(i)] for i in gone])
+            todo = [(raw, doc) for raw, doc in todo if _key(doc["_id"]) in present]
+            if not todo:
+                break
+            result = collection.bulk_write([DeleteOne(unchanged_since(doc)) for _raw, doc in todo], ordered=False)
+            written += len(todo)
+            count(stats, "moved", result.deleted_count)
+            if result.deleted_count == len(todo):
+                todo = []
+                break
+            # Some were changed by the application after they were read: their copies are stale. Those still
+            # there are pulled out and read again; those gone were deleted after the check above, by an
+            # application that also pulls them from their bucket.
+            now = versions_of(collection.find({"_id": {"$in": [doc["_id"] for _raw, doc in todo]}}))
+            written += self._pull(step, [placed[_key(doc["_id"])] for _raw, doc in now])
+            todo = [(raw, doc) for raw, doc in now if bucket.is_pending(doc, step)]
+        if todo:
+            count(stats, "conflicts_unresolved", len(todo))  # pending still: the catch-up passes take them
+        return written
+
+    def _push(
+        self, step: Step, readings: list[Document], sequences: dict[Any, list[int]]
+    ) -> dict[Any, tuple[Any, Any]]:
+        """Push readings into the newest bucket of their window that has room, one update per bucket;
+        returns, per reading (by :func:`_key` of its ``_id``), the pair (reading ``_id``, bucket ``_id``)."""
+        capacity = step.params["max_bucket_size"]
+        windows = {_key(bucket.window_of(doc, step)): bucket.window_of(doc, step) for doc in readings}
+        self._learn_sequences(step, [w for key, w in windows.items() if key not in sequences], sequences)
+        placed: dict[Any, tuple[Any, Any]] = {}
+        todo = readings
+        while todo:
+            groups: dict[tuple[bytes, int], list[Document]] = {}
+            for doc in todo:
+                known = sequences[_key(bucket.window_of(doc, step))]
+                if known[1] >= capacity:
+                    known[0], known[1] = known[0] + 1, 0
+                known[1] += 1
+                groups.setdefault((_key(bucket.window_of(doc, step)), known[0]), []).append(doc)
+            targets = list(groups.items())
+            full: set[int] = set()
+            try:
+                self.db[step.collection].bulk_write(
+                    [bucket.push(docs, step, sequence) for (_window, sequence), docs in targets], ordered=False
+                )
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors", [])
+                if any(error.get("code") != 11000 for error in errors):
+                    raise
+                full = {error["index"] for error in errors}
+            todo = []
+            for position, ((window, sequence), docs) in enumerate(targets):
+                if position in full:
+                    # The bucket has no room for them all (the application pushed into it): the next one.
+                    known = sequences[window]
+                    if known[0] <= sequence:
+                        known[0], known[1] = sequence + 1, 0
+                    todo.extend(docs)
+                    continue
+                series, start = bucket.window_of(docs[0], step)
+                for doc in docs:
+                    placed[_key(doc["_id"])] = (doc["_id"], bucket.bucket_id(series, start, sequence))
+        if len(sequences) > _SEQUENCE_CACHE:
+            sequences.clear()
+        return placed
+
+    def _learn_sequences(self, step: Step, windows: list[tuple[Any, Any]], sequences: dict[Any, list[int]]) -> None:
+        """The newest bucket (sequence, count) of each window not seen yet, in one read."""
+        if not windows:
+            return
+        series_key = step.params["series_key"]
+        for window in windows:
+            sequences[_key(window)] = [0, 0]
+        query = {"$or": [{series_key: series, "start": start} for series, start in windows], **bucket.buckets_filter()}
+        for found in self.db[step.collection].find(query, {"_id": 1, "count": 1}):
+            if not (isinstance(found["_id"], dict) and isinstance(found["_id"].get("n"), int)):
+                continue  # a bucket the application created, with an _id of its own
+            key = _key((found["_id"].get("s"), found["_id"].get("w")))
+            known = sequences.get(key)
+            if known is not None and found["_id"]["n"] >= known[0]:
+                known[0], known[1] = found["_id"]["n"], found.get("count", 0)
+
+    def _pull(self, step: Step, placed: list[tuple[Any, Any]]) -> int:
+        """Pull readings ((reading ``_id``, bucket ``_id``) pairs) out of the buckets they were pushed into."""
+        operations = [bucket.pull(target, reading_id) for reading_id, target in placed]
+        if operations:
+            self.db[step.collection].bulk_write(operations, ordered=False)
+        return len(operations)
+
+    def _pull_copies(self, step: Step, readings: list[Document]) -> int:
+        """Pull any copy of these readings out of the buckets of their windows (a replayed batch)."""
+        series_key = step.params["series_key"]
+        query = {
+            "$or": [
+                {series_key: series, "start": start}
+                for series, start in {
+                    _key(bucket.window_of(d, step)): bucket.window_of(d, step) for d in readings
+                }.values()
+            ],
+            "readings._id": {"$in": [d["_id"] for d in readings]},
+        }
+        wanted = {_key(d["_id"]) for d in readings}
+        placed = [
+            (item["_id"], found["_id"])
+            for found in self.db[step.collection].find(query, {"_id": 1, "readings._id": 1})
+            for item in found.get("readings") or []
+            if _key(item.get("_id")) in wanted
+        ]
+        return self._pull(step, placed)
+
+    # -- down ------------------------------------------------------------------------------------
+
+    def _unbucket_step(self, migration_id: str, index: int, step: Step) -> None:
+        """Every bucket back into readings (passes until none is left); buckets the application kept
+        changing past the conflict rounds are left, listed, and the run fails."""
+        name = step.collection
+        size = max(1, self.options.batch_size // max(1, step.params["max_bucket_size"]))
+        unresolved: list[Any] = []
+        for _pass in range(CATCH_UP_PASSES + 1):
+            unresolved = []
+            budget = self.db[name].count_documents(bucket.buckets_filter()) // size + 1
+            for batch in self._bucket_batches(name, size, budget, unresolved):
+                unresolved.extend(self._unpack(migration_id, index, step, batch))
+                self.lock.renew()
+            if not self.db[name].count_documents(bucket.buckets_filter(), limit=1):
+                break
+        left = self.db[name].count_documents(bucket.buckets_filter())
+        if left:
+            shown = ", ".join(repr(i) for i in unresolved[:5])
+            raise OperationFailed(
+                f"bucket on {name}: {left} bucket(s) kept changing while they were unpacked; left as they are"
+                + (f": {shown}" if shown else ""),
+                hint="run 'mongopat migrate down' again (readings already unpacked are not duplicated)",
+            )
+        query = {"_id.m": migration_id, "_id.s": index}
+        self.db[BACKUP].delete_many(query)
+        keys = [(step.params["series_key"], ASCENDING), ("start", ASCENDING)]
+        if any(list(i["key"].items()) == keys for i in self.db[name].list_indexes()):
+            self.db[name].drop_index(keys)
+
+    def _bucket_batches(self, name: str, size: int, budget: int, skip: list[Any]) -> Any:
+        """Batches of buckets; each batch is gone once unpacked, so the next is again the first ones left
+        (but those in ``skip``, still changing)."""
+        query = {**bucket.buckets_filter(), **({"_id": {"$nin": skip}} if skip else {})}
+        for _ in range(budget):
+            batch = [decoded(b) for b in self.db[name].find(query, sort=[("_id", ASCENDING)], limit=size)]
+            if not batch:
+                return
+            yield batch
+
+    def _unpack(self, migration_id: str, index: int, step: Step, buckets: list[Document]) -> list[Any]:
+        """Write the readings of these buckets back as documents, then delete each bucket only while it is
+        the version unpacked; returns the _ids of buckets still changing after the conflict rounds."""
+        collection = self.db[step.collection]
+        ids = [item["_id"] for b in buckets for item in b.get("readings") or []]
+        backups = {
+            _key(found["_id"]["id"]): found
+            for found in self.db[BACKUP].find(
+                {"_id": {"$in": [backup_id(migration_id, index, step.collection, i) for i in ids]}}
+            )
+        }
+        written: dict[Any, dict[Any, Any]] = {}  # bucket -> readings written from it (hashable _id -> _id)
+        todo = buckets
+        for _round in range(CONFLICT_ROUNDS + 1):
+            if not todo:
+                return []
+            writes = []
+            for b in todo:
+                from_bucket = written.setdefault(_key(b["_id"]), {})
+                for item in b.get("readings") or []:
+                    writes.append(ReplaceOne({"_id": item["_id"]}, _as_document(item, b, step, backups), upsert=True))
+                    from_bucket[_key(item["_id"])] = item["_id"]
+            if writes:
+                collection.bulk_write(writes, ordered=False)
+            present = {_key(d["_id"]) for d in collection.find({"_id": {"$in": [b["_id"] for b in todo]}}, {"_id": 1})}
+            for b in todo:
+                if _key(b["_id"]) not in present:
+                    # The application deleted the whole bucket before its readings were written back.
+                    self._delete_readings(step, [item["_id"] for item in b.get("readings") or []])
+            todo = [b for b in todo if _key(b["_id"]) in present]
+            if not todo:
+                return []
+            result = collection.bulk_write([DeleteOne(unchanged_since(b)) for b in todo], ordered=False)
+            if result.deleted_count == len(todo):
+                return []
+            now = [decoded(found) for found in collection.find({"_id": {"$in": [b["_id"] for b in todo]}})]
+            for b in now:
+                # Readings pulled from the bucket meanwhile were deleted by the application.
+                kept = {_key(item.get("_id")) for item in b.get("readings") or []}
+                from_bucket = written.get(_key(b["_id"]), {})
+                self._delete_readings(step, [ident for key, ident in from_bucket.items() if key not in kept])
+            todo = now
+        return [b["_id"] for b in todo]
+
+    def _delete_readings(self, step: Step, ids: list[Any]) -> None:
+        if ids:
+            self.db[step.collection].delete_many({"_id": {"$in": ids}, "readings": {"$exists": False}})
+
+    # -- verify ----------------------------------------------------------------------------------
+
+    def _verify_buckets(self, migration_id: str, index: int, step: Step, stats: dict[str, Any]) -> list[str]:
+        """Every reading moved kept its original for down, and every bucket's count is its readings'."""
+        name = step.collection
+        problems = []
+        backed = self.db[BACKUP].count_documents({"_id.m": migration_id, "_id.s": index})
+        if backed < stats.get("moved", 0):
+            problems.append(f"{name}: {stats['moved'] - backed} reading(s) moved without their original kept")
+        wrong = self.db[name].count_documents(
+            {**bucket.buckets_filter(), "$expr": {"$ne": ["$count", {"$size": "$readings"}]}}
+        )
+        if wrong:
+            problems.append(f"{name}: {wrong} bucket(s) whose count is not their number of readings")
+        return problems
+
+
+def _as_document(item: Document, b: Document, step: Step, backups: dict[Any, Document]) -> Document:
+    """A reading as a document again: its original bytes when it is the reading ``up`` moved, untouched."""
+    backup = backups.get(_key(item.get("_id")))
+    original = bson.decode(bytes(backup["raw"])) if backup else None
+    if backup and digest(bson.encode(item)) == backup.get("after"):
+        return original  # type: ignore[return-value]
+    return bucket.reading(item, b, step, original)
+
+
+def _key(value: Any) -> bytes:
+    """A dict key for any BSON value: its encoding (a driver may hand back an ``_id`` document as a dict or
+    as an ordered mapping of another type; the bytes are the same)."""
+    return bson.encode({"": value})

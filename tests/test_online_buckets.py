@@ -1,0 +1,277 @@
+"""The bucket step while the application writes: no reading is lost, duplicated or brought back.
+
+The application here is the one the README describes for the transition: it reads both shapes, inserts
+readings as documents or pushes them into the current bucket with its own upsert, and changes or deletes
+a reading in both shapes (by ``_id``, and by ``readings._id`` in its bucket). The harness of
+``test_online`` lets it write before every call mongopat makes. mongomock stands in for MongoDB (one
+thread interleaving); with MONGOPAT_TEST_URI the same runs against a real server.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import random
+import threading
+import time
+from typing import Any
+
+import pytest
+from test_online import Crash, InterleavingDatabase, up_with_crashes
+
+from mongopat.migrate.operations import bucket
+from mongopat.migrate.runner import RunOptions
+from mongopat.migrate.runtime import Runner
+from mongopat.migrate.script import load_folder, render
+from mongopat.migrate.steps import build_step
+
+T0 = datetime.datetime(2026, 3, 1)
+SPEC = {
+    "step": "bucket",
+    "collection": "readings",
+    "series_key": "sensor",
+    "time_field": "ts",
+    "window_seconds": 600,
+    "measurements": ["v"],
+    "max_bucket_size": 6,
+}
+
+
+def reading(ident: int, rng: random.Random) -> dict[str, Any]:
+    return {
+        "_id": ident,
+        "sensor": f"s{rng.randint(0, 2)}",
+        "ts": T0 + datetime.timedelta(seconds=rng.randint(0, 3600)),
+        "v": rng.randint(0, 100),
+        "app_counter": 0,
+    }
+
+
+class ReadingsApplication:
+    """Writes readings in both shapes; records every write MongoDB acknowledged."""
+
+    def __init__(self, collection: Any, seed: int) -> None:
+        self.collection = collection
+        self.rng = random.Random(seed)
+        self.next_id = 10_000 + seed * 1000
+        self.counters: dict[Any, int] = {}
+        self.deleted: set[Any] = set()
+        self.inserted: set[Any] = set()
+        self.new_shape_inserts = True
+        self.enabled = True
+        self.lock = threading.RLock()
+
+    def all_ids(self) -> list[Any]:
+        ids = []
+        for doc in self.collection.find({}, {"_id": 1, "readings._id": 1}):
+            if doc["_id"] != 999:  # the document without a time is not a reading
+                ids.extend([r["_id"] for r in doc["readings"]] if "readings" in doc else [doc["_id"]])
+        return ids
+
+    def act(self) -> None:
+        if not self.enabled:
+            return
+        with self.lock:
+            for _ in range(self.rng.randint(1, 3)):
+                self._one()
+
+    def _one(self) -> None:
+        kind = self.rng.choice(("inc", "inc", "insert", "push", "delete"))
+        ids = self.all_ids()
+        ident = self.rng.choice(ids) if ids else None
+        if kind == "inc" and ident is not None:
+            # The same change in both shapes: at most one of them holds the reading at a time.
+            matched = self.collection.update_one({"_id": ident}, {"$inc": {"app_counter": 1}}).matched_count
+            matched += self.collection.update_one(
+                {"readings._id": ident}, {"$inc": {"readings.$.app_counter": 1}}
+            ).matched_count
+            if matched:
+                self.counters[ident] = self.counters.get(ident, 0) + 1
+        elif kind == "insert" or (kind == "push" and not self.new_shape_inserts):
+            self.next_id += 1
+            self.collection.insert_one(reading(self.next_id, self.rng))
+            self.inserted.add(self.next_id)
+        elif kind == "push":
+            # A new reading in the new shape: the application's own upsert into the current bucket.
+            self.next_id += 1
+            new = reading(self.next_id, self.rng)
+            start = bucket.window_start(new["ts"], build_step(SPEC))
+            self.collection.update_one(
+                {"sensor": new["sensor"], "start": start, "count": {"$lt": SPEC["max_bucket_size"]}},
+                {
+                    "$push": {"readings": {k: v for k, v in new.items() if k != "sensor"}},
+                    "$inc": {"count": 1},
+                    "$min": {"min.v": new["v"]},
+                    "$max": {"max.v": new["v"]},
+                    "$setOnInsert": {"end": start + datetime.timedelta(seconds=SPEC["window_seconds"])},
+                },
+                upsert=True,
+            )
+            self.inserted.add(self.next_id)
+        elif kind == "delete" and ident is not None and self.rng.random() < 0.5:
+            deleted = self.collection.delete_one({"_id": ident, "readings": {"$exists": False}}).deleted_count
+            deleted += self.collection.update_one(
+                {"readings._id": ident}, {"$pull": {"readings": {"_id": ident}}, "$inc": {"count": -1}}
+            ).modified_count
+            if deleted:
+                self.deleted.add(ident)
+
+
+def setup(db: Any, tmp_path: Any, seed: int) -> Any:
+    rng = random.Random(seed)
+    db.readings.insert_many([reading(i, rng) for i in range(60)])
+    db.readings.insert_one({"_id": 999, "sensor": "s0", "note": "no time: left as it is"})
+    folder = tmp_path / f"b{seed}"
+    folder.mkdir()
+    (folder / "0001_bucket.yaml").write_text(render("0001_bucket", "bucket", [SPEC], "test"))
+    return folder
+
+
+def every_reading(db: Any) -> dict[Any, list[dict[str, Any]]]:
+    """Each reading's copies, whichever shape holds them (more than one copy is a duplicate)."""
+    found: dict[Any, list[dict[str, Any]]] = {}
+    for doc in db.readings.find():
+        if "readings" in doc:
+            for item in doc["readings"]:
+                found.setdefault(item["_id"], []).append({**item, "sensor": doc["sensor"]})
+        elif "ts" in doc:
+            found.setdefault(doc["_id"], []).append(doc)
+    return found
+
+
+def check_writes_kept(db: Any, app: ReadingsApplication) -> None:
+    found = every_reading(db)
+    duplicated = [ident for ident, copies in found.items() if len(copies) > 1]
+    assert not duplicated, f"readings held twice: {duplicated}"
+    assert not (app.deleted & set(found)), f"deleted readings came back: {sorted(app.deleted & set(found))}"
+    assert app.inserted - app.deleted <= set(found), "an inserted reading is missing"
+    for ident, count in app.counters.items():
+        if ident in found:
+            assert found[ident][0]["app_counter"] == count, f"lost increments on reading {ident}"
+    for doc in db.readings.find({"readings": {"$type": "array"}}):
+        assert doc["count"] == len(doc["readings"]), f"bucket {doc['_id']} counts {doc['count']}"
+
+
+def run_online(db: Any, tmp_path: Any, seed: int, batch_size: int = 7) -> None:
+    folder = setup(db, tmp_path, seed)
+    app = ReadingsApplication(db.readings, seed)
+    options = RunOptions(batch_size=batch_size)
+    Runner(InterleavingDatabase(db, app), load_folder(folder), options).up()
+    app.enabled = False
+    Runner(db, load_folder(folder), options).up()  # the application stopped: its last old-shape readings
+    assert db.readings.count_documents(bucket.pending(build_step(SPEC))) == 0
+    assert Runner(db, load_folder(folder), options).verify() == {"0001_bucket": []}
+    check_writes_kept(db, app)
+    assert db.readings.find_one({"_id": 999}) == {"_id": 999, "sensor": "s0", "note": "no time: left as it is"}
+    app.enabled, app.new_shape_inserts = True, False  # the application going back to the old shape
+    Runner(InterleavingDatabase(db, app), load_folder(folder), options).down("base")
+    app.enabled = False
+    check_writes_kept(db, app)
+    assert db.readings.count_documents(bucket.buckets_filter()) == 0
+    assert db.mongopat_backup.count_documents({}) == 0
+
+
+SEEDS = range(1, 1 + int(os.environ.get("MONGOPAT_ONLINE_SEEDS", "3")))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_no_reading_is_lost_duplicated_or_brought_back(mongo, tmp_path, seed):
+    run_online(mongo.db, tmp_path, seed)
+
+
+def test_buckets_fill_up_while_the_application_pushes_into_them(mongo, tmp_path):
+    """Batches larger than a bucket: pushes meet buckets the application filled, and go to the next one."""
+    run_online(mongo.db, tmp_path, 21, batch_size=25)
+
+
+def test_untouched_readings_come_back_byte_for_byte(mongo, tmp_path):
+    import bson
+
+    db = mongo.db
+    folder = setup(db, tmp_path, 5)
+    before = sorted(bson.encode(d) for d in db.readings.find())
+    Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
+    assert db.readings.count_documents({"readings": {"$exists": False}}) == 1
+    Runner(db, load_folder(folder), RunOptions(batch_size=7)).down("base")
+    assert sorted(bson.encode(d) for d in db.readings.find()) == before
+
+
+def test_crashes_while_the_application_writes_then_resume(mongo, tmp_path):
+    db = mongo.db
+    folder = setup(db, tmp_path, 11)
+    app = ReadingsApplication(db.readings, 11)
+    up_with_crashes(db, app, folder)
+    app.enabled = False
+    Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
+    assert db.readings.count_documents(bucket.pending(build_step(SPEC))) == 0
+    assert Runner(db, load_folder(folder)).verify() == {"0001_bucket": []}
+    check_writes_kept(db, app)
+
+
+def test_a_writer_thread_during_up_and_down(mongo, tmp_path):
+    """A second thread writing (mongomock is not thread-safe: both sides hold the application's lock around
+    each call, so writes interleave between mongopat's calls, not inside one)."""
+    db = mongo.db
+    folder = setup(db, tmp_path, 9)
+    app = ReadingsApplication(db.readings, 9)
+    stop = threading.Event()
+
+    def writer() -> None:
+        while not stop.is_set():
+            app.act()
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        Runner(InterleavingDatabase(db, app), load_folder(folder), RunOptions(batch_size=5)).up()
+    finally:
+        stop.set()
+        thread.join()
+    app.enabled = False
+    Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
+    check_writes_kept(db, app)
+    assert db.readings.count_documents(bucket.pending(build_step(SPEC))) == 0
+
+
+class CrashBeforeDelete:
+    """The readings collection of a run killed after it pushed a batch into buckets, before it deleted the
+    readings (the window where a replay must not push them twice)."""
+
+    def __init__(self, db: Any, deletes_before_crash: int) -> None:
+        self._db, self.left = db, deletes_before_crash
+
+    def __getitem__(self, name: str) -> Any:
+        collection = self._db[name]
+        if name != "readings":
+            return collection
+        outer = self
+
+        class Collection:
+            def __getattr__(self, attribute: str) -> Any:
+                return getattr(collection, attribute)
+
+            def bulk_write(self, operations: list[Any], **kwargs: Any) -> Any:
+                if operations and type(operations[0]).__name__ == "DeleteOne":
+                    outer.left -= 1
+                    if outer.left < 0:
+                        raise Crash()
+                return collection.bulk_write(operations, **kwargs)
+
+        return Collection()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+@pytest.mark.parametrize("crash_after", [0, 2, 5])
+def test_a_crash_between_push_and_delete_is_replayed_without_duplicates(mongo, tmp_path, crash_after):
+    db = mongo.db
+    folder = setup(db, tmp_path, 30 + crash_after)
+    with pytest.raises(Crash):
+        Runner(CrashBeforeDelete(db, crash_after), load_folder(folder), RunOptions(batch_size=7)).up()
+    assert any(len(copies) == 2 for copies in every_reading(db).values())  # pushed, not deleted yet
+    Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
+    found = every_reading(db)
+    assert sorted(found) == [*range(60)] and all(len(copies) == 1 for copies in found.values())
+    assert Runner(db, load_folder(folder)).verify() == {"0001_bucket": []}
