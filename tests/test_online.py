@@ -413,3 +413,37 @@ def test_an_application_inserting_faster_than_the_scan_does_not_keep_up_running(
     app.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
     assert db.orders.count_documents(OPERATIONS["computed"].pending(step)) == 0
+
+
+def test_the_run_says_what_the_application_cost_it(mongo, tmp_path):
+    """A write that lands between mongopat's read and its write is redone, and the result says so."""
+    db = mongo.db
+    _step, folder = setup(db, tmp_path, "computed", 15)
+
+    class OneRace(Application):
+        def act(self) -> None:
+            if self.enabled:
+                self.collection.update_one({"_id": 3}, {"$set": {"status": "paid"}})
+                self.enabled = False
+
+    class RaceBeforeWrite(InterleavingDatabase):
+        def __getitem__(self, name: str) -> Any:
+            collection = self._db[name]
+            if name != "orders":
+                return collection
+            app = self._app
+
+            class Orders:
+                def __getattr__(self, attribute: str) -> Any:
+                    return getattr(collection, attribute)
+
+                def bulk_write(self, *args: Any, **kwargs: Any) -> Any:
+                    app.act()
+                    return collection.bulk_write(*args, **kwargs)
+
+            return Orders()
+
+    app = OneRace(db.orders, 15)
+    [result] = Runner(RaceBeforeWrite(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
+    assert "step 1 (computed): 1 write(s) lost a race with the application and were redone" in result["notes"]
+    assert db.orders.find_one({"_id": 3})["status"] == "paid" and "total" in db.orders.find_one({"_id": 3})

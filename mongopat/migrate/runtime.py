@@ -209,6 +209,7 @@ class Runner(BucketSteps, RunnerBase):
         self.changelog.finish(migration.id, "applied", started)
         final = self.changelog.get(migration.id) or {}
         notes = [self.lag.note] if self.lag.note else []
+        notes.extend(_online_notes(final.get("steps") or []))
         if self.retried:
             notes.append(f"{self.retried} transient fault(s) retried from the last checkpoint")
         if self.lag.paused:
@@ -896,3 +897,20 @@ def _insert_ignoring_duplicates(collection: Any, documents: list[Document]) -> N
     except BulkWriteError as exc:
         if any(error.get("code") != 11000 for error in exc.details.get("writeErrors", [])):
             raise
+
+
+def _online_notes(steps: list[dict[str, Any]]) -> list[str]:
+    """What the application's writes during the run cost, per step that met any (from the changelog)."""
+    wording = {
+        "conflicts": "write(s) lost a race with the application and were redone",
+        "deleted_meanwhile": "document(s) deleted by the application before they were written",
+        "caught_up": "document(s) written in the old shape during the run, migrated by the catch-up passes",
+        "pending_left": "document(s) still in the old shape (the next up migrates them)",
+    }
+    notes = []
+    for position, step in enumerate(steps):
+        stats = step.get("stats") or {}
+        for key, text in wording.items():
+            if stats.get(key):
+                notes.append(f"step {position + 1} ({step.get('step')}): {stats[key]} {text}")
+    return notes
