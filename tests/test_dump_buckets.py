@@ -21,8 +21,8 @@ from mongopat.migrate.dump_buckets import (
     group_chunk,
     tally_buckets,
 )
+from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.steps import build_step
-from mongopat.migrate.transforms import BucketBuilder
 from mongopat.sources.extjson import decode_document
 
 START = datetime.datetime(2026, 1, 1)

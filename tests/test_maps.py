@@ -13,8 +13,9 @@ from bson import ObjectId
 from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis
 from mongopat.analysis.schema import key_form
 from mongopat.command import analyze
+from mongopat.migrate.operations import transform
+from mongopat.migrate.operations.map_to_array import array_to_map
 from mongopat.migrate.steps import StepError, build_step
-from mongopat.migrate.transforms import array_to_map, transform
 from mongopat.sources import SourceSpec
 from tests.conftest import write_export
 from tests.rules.helpers import findings, report_of

@@ -5,15 +5,11 @@ import datetime
 
 import pytest
 
+from mongopat.migrate.operations import transform
+from mongopat.migrate.operations.bucket import bucket_documents, unbucket
+from mongopat.migrate.operations.tree import TreeCycleError, ancestors_of
 from mongopat.migrate.steps import StepError, build_step
-from mongopat.migrate.transforms import (
-    Context,
-    TreeCycleError,
-    ancestors_of,
-    bucket_documents,
-    transform,
-    unbucket,
-)
+from mongopat.migrate.transforms import Context
 
 
 def step(name, **params):

@@ -29,10 +29,12 @@ from mongopat.migrate.bookkeeping import LeaseLock, host_name, new_entry, utcnow
 from mongopat.migrate.dump_buckets import SPILL_PREFIX, BucketSpec, Tally, bucket_file, tally_buckets
 from mongopat.migrate.file_parts import run_parallel
 from mongopat.migrate.gentle import Throttle
+from mongopat.migrate.operations import transform
+from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import BucketBuilder, Context, Document, get_path, hashable_key, transform
+from mongopat.migrate.transforms import Context, Document, get_path, hashable_key
 from mongopat.sources.dump import (
     BSON_SUFFIXES,
     JSON_SUFFIXES,

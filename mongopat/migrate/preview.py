@@ -13,8 +13,10 @@ from typing import Any
 
 from bson import Decimal128, Int64, ObjectId, json_util
 
+from mongopat.migrate.operations import transform
+from mongopat.migrate.operations.bucket import bucket_documents
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Context, bucket_documents, get_path, hashable_key, transform
+from mongopat.migrate.transforms import Context, get_path, hashable_key
 
 PLACEHOLDERS: dict[str, Any] = {
     "string": "<string>",

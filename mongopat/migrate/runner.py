@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongopat.errors import InputError, OperationFailed
+from mongopat.migrate.operations.pre_aggregation import empty_aggregates
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, empty_aggregates, get_path, hashable_key
+from mongopat.migrate.transforms import Document, get_path, hashable_key
 
 
 @dataclass

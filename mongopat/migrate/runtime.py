@@ -36,19 +36,13 @@ from mongopat.migrate.conditional import (
     versions_of,
 )
 from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
-from mongopat.migrate.operations import OPERATIONS, bucket
+from mongopat.migrate.operations import OPERATIONS, bucket, transform
+from mongopat.migrate.operations.pre_aggregation import empty_aggregates
 from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
 from mongopat.migrate.runtime_buckets import BucketSteps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import (
-    Context,
-    Document,
-    empty_aggregates,
-    get_path,
-    hashable_key,
-    transform,
-)
+from mongopat.migrate.transforms import Context, Document, get_path, hashable_key
 
 # BSON sort order of _id type brackets: $gt only matches within a bracket, so the scan hops between them.
 TYPE_BRACKETS = [

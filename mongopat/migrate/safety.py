@@ -12,35 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.steps import Step
 
 
 def written_fields(step: Step) -> set[str]:
     """Top-level fields a step sets, renames or removes (empty for index and collection steps)."""
-    p = step.params
-    by_step = {
-        "set_field": {p.get("field")}, "unset_field": {p.get("field")}, "rename_field": {p.get("from"), p.get("to")},
-        "computed": {p.get("field")}, "attribute": set(p.get("fields") or []) | {p.get("into")},
-        "polymorphic": {p.get("type_field")}, "schema_versioning": {p.get("field")},
-        "approximation": {p.get("field"), f"{p.get('field')}Factor"},
-        "tree": {p.get("ancestors_field"), p.get("path_field")},
-        "extended_reference": {p.get("as")}, "pre_aggregation": {p.get("into")},
-        "document_versioning": {p.get("version_field")}, "subset": {p.get("field"), f"{p.get('field')}Count"},
-        "outlier": {p.get("field"), p.get("flag_field")},
-    }  # fmt: skip
-    fields = by_step.get(step.name, set())
-    return {str(f).split(".")[0] for f in fields if f}
+    return {str(f).split(".")[0] for f in STEP_OPERATIONS[step.name].written_fields(step) if f}
 
 
 def removed_fields(step: Step) -> set[str]:
-    p = step.params
-    if step.name == "unset_field":
-        return {p["field"].split(".")[0]}
-    if step.name == "rename_field":
-        return {p["from"].split(".")[0]}
-    if step.name == "attribute":
-        return set(p["fields"])
-    return set()
+    return {str(f).split(".")[0] for f in STEP_OPERATIONS[step.name].removed_fields(step) if f}
 
 
 def refusals(step: Step, info: dict[str, Any]) -> list[str]:

@@ -1,23 +1,31 @@
-"""Online step types: one module per document step, each the step's pending filter and inverse.
+"""The step types: one module per step, holding what the step is apart from how a runner executes it.
 
-The runner on a live server rewrites a document only while it is still the version the transform read,
-migrates documents the application writes in the old shape later (the pending filter), and reverts a
-document the application changed after ``up`` by the step's inverse instead of its saved original. A new
-document step adds its module here and to :data:`OPERATIONS`.
+A document step's module holds its parameters (``type``), its pure ``transform`` (used by both runners,
+a server and a dump folder), its pending filter (documents still in the old shape) and its inverse (for a
+document the application changed after ``up``); see :mod:`mongopat.migrate.operations.base`. The bucket
+step's module holds its in-place updates; collection steps' modules their parameters. A new step type is a
+new module here, added to :data:`OPERATIONS`.
 """
 
 from __future__ import annotations
 
+import copy
+
 from mongopat.migrate.operations import (
     approximation,
     attribute,
+    bucket,
     computed,
+    copy_collection,
+    create_index,
     document_versioning,
+    drop_index,
     extended_reference,
     map_to_array,
     outlier,
     polymorphic,
     pre_aggregation,
+    rename_collection,
     rename_field,
     schema_versioning,
     set_field,
@@ -25,19 +33,31 @@ from mongopat.migrate.operations import (
     tree,
     unset_field,
 )
-from mongopat.migrate.operations.base import DocumentOperation
+from mongopat.migrate.operations.base import DocumentOperation, Step, StepOperation
+from mongopat.migrate.transforms import Context, Document, Result
 
-OPERATIONS: dict[str, DocumentOperation] = {
-    module.Operation.name: module.Operation()
+STEP_OPERATIONS: dict[str, StepOperation] = {
+    module.Operation.type.name: module.Operation()
     for module in (
         set_field, unset_field, rename_field, computed, attribute, map_to_array, polymorphic, schema_versioning,
-        approximation, tree, extended_reference, pre_aggregation, document_versioning, subset, outlier,
+        approximation, tree, extended_reference, pre_aggregation, document_versioning, subset, outlier, bucket,
+        create_index, drop_index, copy_collection, rename_collection,
     )
 }  # fmt: skip
+
+# The document steps: what the online runner needs of each (pending filter, inverse) beyond the transform.
+OPERATIONS: dict[str, DocumentOperation] = {
+    name: operation for name, operation in STEP_OPERATIONS.items() if isinstance(operation, DocumentOperation)
+}
 
 
 def operation(name: str) -> DocumentOperation:
     return OPERATIONS[name]
 
 
-__all__ = ["OPERATIONS", "DocumentOperation", "operation"]
+def transform(doc: Document, step: Step, ctx: Context | None = None) -> Result:
+    """Apply a document step to a copy of ``doc`` (the input is never modified)."""
+    return OPERATIONS[step.name].transform(copy.deepcopy(doc), step, ctx or Context())
+
+
+__all__ = ["OPERATIONS", "STEP_OPERATIONS", "DocumentOperation", "StepOperation", "operation", "transform"]

@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import copy
 
-from mongopat.migrate.operations.base import AddsFields, restore_field
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, get_path
+from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field
+from mongopat.migrate.transforms import Context, Document, Result, _set_path, get_path
 
 
 class Operation(AddsFields):
-    name = "approximation"
+    type = StepType(
+        "approximation",
+        "document",
+        {"field": Param(STR), "factor": Param(INT)},
+        "initialise an approximate counter and record its factor (approximation pattern)",
+    )
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        name = step.params["field"]
+        value = get_path(doc, name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            _set_path(doc, name, 0)
+        _set_path(doc, f"{name}Factor", step.params["factor"])
+        return Result(doc)
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["field"], f"{p['field']}Factor"}
 
     def added(self, step: Step) -> list[str]:
         return [f"{step.params['field']}Factor"]

@@ -5,13 +5,31 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mongopat.migrate.operations.base import DocumentOperation
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document
+from mongopat.migrate.operations.base import DICT, LIST, STR, DocumentOperation, Param, Step, StepType
+from mongopat.migrate.transforms import Context, Document, Result
 
 
 class Operation(DocumentOperation):
-    name = "attribute"
+    type = StepType(
+        "attribute",
+        "document",
+        {"fields": Param(LIST), "into": Param(STR, False, "attributes"), "index": Param(DICT, False)},
+        "pivot fields into an array of {k, v} pairs (attribute pattern)",
+    )
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        pairs = [{"k": name, "v": doc.pop(name)} for name in step.params["fields"] if name in doc]
+        existing = doc.get(step.params["into"])
+        doc[step.params["into"]] = (existing if isinstance(existing, list) else []) + pairs
+        return Result(doc)
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {*p["fields"], p["into"]}
+
+    def removed_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return set(p["fields"])
 
     def pending(self, step: Step) -> dict[str, Any]:
         return {"$or": [{name: {"$exists": True}} for name in step.params["fields"]]}

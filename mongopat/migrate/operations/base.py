@@ -1,31 +1,97 @@
-"""What an online document step is beyond its transform: which documents are still in the old shape (a
-query and the same test in Python), and its inverse on a document the application changed after ``up``.
+"""What a step is, apart from how a runner executes it: its type and parameters (:class:`StepType`), and
+for a document step its pure transform, which documents are still in the old shape, and its inverse.
 
-``pending`` returns a MongoDB filter; ``is_pending`` answers the same question for one document in hand (the
-runner reads documents once and must not ask the server again per document). ``inverse`` receives the
+``transform`` turns a copy of a document into the new document plus side documents for other collections
+(deterministic ``_id``s, so writing them twice changes nothing); both runners (a server, a dump folder) call
+it. ``pending`` returns a MongoDB filter; ``is_pending`` answers the same question for one document in hand
+(the runner reads documents once and must not ask the server again per document). ``inverse`` receives the
 document as it is now and the original the step transformed, and returns the document in the old shape that
-keeps what the application wrote since, or None when it cannot (the runner then leaves the document as it is
-and reports it). ``side`` holds, per document ``_id``, the documents the step wrote to other collections
+keeps what the application wrote since, or None when it cannot (the runner then leaves the document as it
+is and reports it). ``side`` holds, per document ``_id``, the documents the step wrote to other collections
 (subset's full list, outlier's overflow pages), for steps whose inverse merges them back.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, _has, _pop_path, _set_path, get_path
+from mongopat.migrate.transforms import Context, Document, Result, _has, _pop_path, _set_path, get_path
 
 _MISSING = object()
 
 
-class DocumentOperation:
-    """The online protocol of one document step type; subclasses live one per module."""
+class StepError(ValueError):
+    """A step's parameters are wrong; the message names the parameter."""
 
-    name: ClassVar[str]
+
+@dataclass(frozen=True)
+class Param:
+    kind: type | tuple[type, ...]
+    required: bool = True
+    default: Any = None
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class StepType:
+    name: str
+    kind: str  # document, regroup, collection
+    params: dict[str, Param]
+    summary: str
+    # Collections the step creates (parameter names holding their names), dropped by ``down``.
+    creates: tuple[str, ...] = ()
+
+
+STR, INT, NUM, LIST, DICT, ANY = str, int, (int, float), list, dict, object
+
+
+@dataclass
+class Step:
+    type: StepType
+    collection: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.type.name
+
+    def created_collections(self) -> list[str]:
+        return [self.params[key] for key in self.type.creates if self.params.get(key)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.name, "collection": self.collection, **self.params}
+
+
+class StepOperation:
+    """One step type; subclasses live one per module of this package."""
+
+    type: ClassVar[StepType]
+
+    @property
+    def name(self) -> str:
+        return self.type.name
+
+    def check(self, params: dict[str, Any]) -> None:
+        """Raise :class:`StepError` for parameters that have the right types but cannot work together."""
+
+    def written_fields(self, step: Step) -> set[str]:
+        """Fields the step sets, renames or removes (the plan checks them against shard keys and validators)."""
+        return set()
+
+    def removed_fields(self, step: Step) -> set[str]:
+        return set()
+
+
+class DocumentOperation(StepOperation):
+    """A step that rewrites each document of its collection in place."""
+
     # Collections (parameter names) whose documents, keyed by ``parentId``, the inverse needs.
     side_collections: ClassVar[tuple[str, ...]] = ()
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        raise NotImplementedError
 
     def pending(self, step: Step) -> dict[str, Any]:
         raise NotImplementedError
@@ -63,3 +129,10 @@ def restore_field(document: Document, original: Document, path: str) -> None:
         _set_path(document, path, copy.deepcopy(get_path(original, path)))
     else:
         _pop_path(document, path)
+
+
+def check_rules(name: str, params: dict[str, Any]) -> None:
+    """Rules of polymorphic and schema versioning: each says which field a document has or lacks."""
+    for rule in params.get("rules") or []:
+        if not isinstance(rule, dict) or not ({"when_has", "when_missing"} & set(rule)):
+            raise StepError(f"{name}: each rule needs 'when_has' or 'when_missing', got {rule!r}")

@@ -12,14 +12,137 @@ deletes do.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 from pymongo import UpdateOne
 
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, _epoch
+from mongopat.migrate.operations.base import ANY, INT, LIST, STR, Param, Step, StepOperation, StepType
+from mongopat.migrate.transforms import Document, hashable_key
+
+
+class Operation(StepOperation):
+    """The step's type; what a run does is in the module's functions below (in place on a server) and in
+    :class:`BucketBuilder` (a dump folder's rebuilt file)."""
+
+    type = StepType(
+        "bucket",
+        "regroup",
+        {
+            "series_key": Param(STR),
+            "time_field": Param(STR),
+            "window_seconds": Param(INT),
+            "measurements": Param(LIST, False, []),
+            "max_bucket_size": Param(INT, False, 1000),
+            "alternative": Param(ANY, False),
+        },
+        "group documents by series and time window into bucket documents (bucket pattern)",
+    )
+
+    def written_fields(self, step: Step) -> set[str]:
+        return {"readings", "count", "start", "end", "min", "max"}
+
 
 _EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _epoch(value: Any) -> float | None:
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return (value - _EPOCH).total_seconds()
+    return None
+
+
+class BucketBuilder:
+    """Groups readings into buckets of one series and one time window, at most ``max_bucket_size`` each.
+
+    Buckets are identified by ``{s: series, w: window start, n: sequence}``; a bucket that is full is
+    continued in the next sequence number. Readings already in a bucket (same ``_id``) are not added
+    again, so replaying readings after a crash is harmless. ``load`` seeds a bucket from storage.
+    """
+
+    def __init__(self, step: Step, load: Callable[[Any, datetime.datetime], Document | None] | None = None) -> None:
+        self.series_key = step.params["series_key"]
+        self.time_field = step.params["time_field"]
+        self.window = step.params["window_seconds"]
+        self.measurements = step.params["measurements"] or []
+        self.capacity = step.params["max_bucket_size"]
+        self.load = load
+        self.open: dict[tuple[Any, datetime.datetime], Document] = {}
+        self.ids: dict[tuple[Any, datetime.datetime], set[Any]] = {}
+        self.rejected: list[Document] = []
+        # Buckets that filled up and were replaced by their next sequence: the caller must write them.
+        self.completed: list[Document] = []
+
+    def window_start(self, when: datetime.datetime) -> datetime.datetime:
+        seconds = _epoch(when)
+        assert seconds is not None
+        return _EPOCH + datetime.timedelta(seconds=seconds - seconds % self.window)
+
+    def add(self, doc: Document) -> Document | None:
+        """Add one reading; returns the bucket it went to (None when the reading has no time or series)."""
+        when = doc.get(self.time_field)
+        series = doc.get(self.series_key)
+        if _epoch(when) is None or series is None:
+            self.rejected.append(doc)
+            return None
+        start = self.window_start(when)
+        key = (hashable_key(series), start)
+        bucket = self.open.get(key)
+        if bucket is None:
+            bucket = (self.load(series, start) if self.load else None) or self._new(series, start, 0)
+            self.open[key] = bucket
+            self.ids[key] = {reading.get("_id") for reading in bucket["readings"]}
+        if doc.get("_id") in self.ids[key]:
+            return bucket
+        if bucket["count"] >= self.capacity:
+            if bucket["readings"]:
+                self.completed.append(bucket)
+            bucket = self._new(series, start, bucket["_id"]["n"] + 1)
+            self.open[key] = bucket
+            self.ids[key] = set()
+        reading = dict(doc)
+        del reading[self.series_key]
+        bucket["readings"].append(reading)
+        bucket["count"] += 1
+        self.ids[key].add(doc.get("_id"))
+        for name in self.measurements:
+            value = doc.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                low, high = bucket["min"].get(name), bucket["max"].get(name)
+                bucket["min"][name] = value if low is None else min(low, value)
+                bucket["max"][name] = value if high is None else max(high, value)
+        return bucket
+
+    def _new(self, series: Any, start: datetime.datetime, sequence: int) -> Document:
+        return {
+            "_id": {"s": series, "w": start, "n": sequence},
+            self.series_key: series,
+            "start": start,
+            "end": start + datetime.timedelta(seconds=self.window),
+            "count": 0,
+            "min": {},
+            "max": {},
+            "readings": [],
+        }
+
+
+def bucket_documents(documents: list[Document], step: Step) -> list[Document]:
+    """All buckets for ``documents`` (for tests and previews; the runtime streams)."""
+    builder = BucketBuilder(step)
+    buckets: dict[Any, Document] = {}
+    for doc in documents:
+        bucket = builder.add(doc)
+        if bucket is not None:
+            buckets[repr(bucket["_id"])] = bucket
+    return list(buckets.values())
+
+
+def unbucket(bucket: Document, step: Step) -> list[Document]:
+    """The readings of a bucket as documents again (verification: nothing lost, nothing invented)."""
+    series_key = step.params["series_key"]
+    return [{**reading, series_key: bucket.get(series_key)} for reading in bucket.get("readings", [])]
 
 
 def pending(step: Step) -> dict[str, Any]:

@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
-from mongopat.migrate.operations.base import AddsFields
-from mongopat.migrate.steps import Step
+from typing import Any
+
+from mongopat.expressions import ExpressionError, evaluate, parse
+from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType
+from mongopat.migrate.transforms import Context, Document, Result, _set_path
 
 
 class Operation(AddsFields):
-    name = "computed"
+    type = StepType(
+        "computed",
+        "document",
+        {"field": Param(STR), "expression": Param(STR)},
+        "store a value computed from the document (computed pattern)",
+    )
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        _set_path(doc, step.params["field"], evaluate(parse(step.params["expression"]), doc))
+        return Result(doc)
+
+    def check(self, params: dict[str, Any]) -> None:
+        try:
+            parse(params["expression"])
+        except ExpressionError as exc:
+            raise StepError(f"computed: invalid expression: {exc}") from None
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["field"]}
 
     def added(self, step: Step) -> list[str]:
         return [step.params["field"]]

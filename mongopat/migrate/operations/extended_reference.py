@@ -4,13 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from mongopat.migrate.operations.base import AddsFields
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, _has
+from mongopat.migrate.operations.base import LIST, STR, AddsFields, Param, Step, StepType
+from mongopat.migrate.transforms import Context, Document, Result, _has, get_path, hashable_key
 
 
 class Operation(AddsFields):
-    name = "extended_reference"
+    type = StepType(
+        "extended_reference",
+        "document",
+        {
+            "from": Param(STR),
+            "local": Param(STR),
+            "foreign": Param(STR, False, "_id"),
+            "fields": Param(LIST),
+            "as": Param(STR),
+        },
+        "copy fields of the referenced document (extended reference pattern)",
+    )
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        key = get_path(doc, step.params["local"])
+        referenced = ctx.references.get(hashable_key(key))
+        if referenced is not None:
+            doc[step.params["as"]] = {name: referenced[name] for name in step.params["fields"] if name in referenced}
+        return Result(doc)
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["as"]}
 
     def added(self, step: Step) -> list[str]:
         return [step.params["as"]]

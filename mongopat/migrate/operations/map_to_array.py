@@ -2,15 +2,76 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from mongopat.migrate.operations.base import DocumentOperation
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, array_to_map, get_path
+from mongopat.migrate.operations.base import DICT, STR, DocumentOperation, Param, Step, StepError, StepType
+from mongopat.migrate.transforms import Context, Document, Result, _set_path, get_path
 
 
 class Operation(DocumentOperation):
-    name = "map_to_array"
+    type = StepType(
+        "map_to_array",
+        "document",
+        {
+            "field": Param(STR),
+            "layout": Param(STR, False, "merge"),
+            "key_field": Param(STR, False, "k"),
+            "value_field": Param(STR, False, "v"),
+            "key_in_value": Param(bool, False, False),
+            "index": Param(DICT, False),
+        },
+        "turn a sub-document keyed by values (ids, dates) into an array of documents (attribute pattern)",
+    )
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        """``{"m": {"<id>": {...}}}`` -> ``{"m": [{"k": "<id>", ...}]}`` in key order, so :func:`array_to_map`
+        gives back the same document. Layout ``merge`` puts the key into each value (a document); ``pair``
+        makes ``{k, v}`` of any value; with ``key_in_value`` the values already hold their key in ``key_field``.
+        A map that is not a sub-document any more (converted, or never one) is left as it is."""
+        params = step.params
+        value = get_path(doc, params["field"])
+        if not isinstance(value, dict):
+            return Result(doc)
+        key_field = params["key_field"]
+        elements = []
+        for key, item in value.items():
+            if params["layout"] == "pair":
+                elements.append({key_field: key, params["value_field"]: item})
+                continue
+            if not isinstance(item, dict):
+                raise ValueError(
+                    f"map_to_array: {params['field']}.{key} of document {doc.get('_id')!r} is not a document "
+                    "(layout 'merge' needs documents; use layout 'pair')"
+                )
+            if params["key_in_value"]:
+                if item.get(key_field) != key:
+                    raise ValueError(
+                        f"map_to_array: {params['field']}.{key}.{key_field} of document {doc.get('_id')!r} is "
+                        f"{item.get(key_field)!r}, not its key (key_in_value needs it to be the key)"
+                    )
+                elements.append(item)
+            else:
+                if key_field in item:
+                    raise ValueError(
+                        f"map_to_array: {params['field']}.{key} of document {doc.get('_id')!r} already has a field "
+                        f"{key_field!r} (choose another key_field, or key_in_value when it holds the key)"
+                    )
+                elements.append({key_field: key, **item})
+        _set_path(doc, params["field"], elements)
+        return Result(doc)
+
+    def check(self, params: dict[str, Any]) -> None:
+        if params["layout"] not in ("merge", "pair"):
+            raise StepError(f"map_to_array: layout must be 'merge' or 'pair', got {params['layout']!r}")
+        if params["layout"] == "pair" and params["key_in_value"]:
+            raise StepError("map_to_array: key_in_value goes with layout 'merge'")
+        if params["layout"] == "pair" and params["key_field"] == params["value_field"]:
+            raise StepError("map_to_array: key_field and value_field must differ")
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["field"]}
 
     def pending(self, step: Step) -> dict[str, Any]:
         # $type matches an array by its elements: an array of documents is "object" too, hence the $not.
@@ -21,10 +82,29 @@ class Operation(DocumentOperation):
         return isinstance(get_path(doc, step.params["field"]), dict)
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
-        import copy
-
         elements = get_path(current, step.params["field"])
         result = array_to_map(copy.deepcopy(current), step)
         if isinstance(elements, list) and not isinstance(get_path(result, step.params["field"]), dict):
             return None  # an element the application added without a key: no map holds it
         return result
+
+
+def array_to_map(doc: Document, step: Step) -> Document:
+    """The inverse of :func:`map_to_array` (an array that is not one of its outputs is left as it is)."""
+    params = step.params
+    elements = get_path(doc, params["field"])
+    if not isinstance(elements, list):
+        return doc
+    key_field = params["key_field"]
+    restored: dict[str, Any] = {}
+    for element in elements:
+        if not isinstance(element, dict) or not isinstance(element.get(key_field), str):
+            return doc
+        if params["layout"] == "pair":
+            restored[element[key_field]] = element.get(params["value_field"])
+        elif params["key_in_value"]:
+            restored[element[key_field]] = element
+        else:
+            restored[element[key_field]] = {name: item for name, item in element.items() if name != key_field}
+    _set_path(doc, params["field"], restored)
+    return doc

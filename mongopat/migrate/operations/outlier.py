@@ -5,14 +5,42 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mongopat.migrate.operations.base import DocumentOperation, restore_field
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document
+from mongopat.migrate.operations.base import INT, STR, DocumentOperation, Param, Step, StepType, restore_field
+from mongopat.migrate.transforms import Context, Document, Result
 
 
 class Operation(DocumentOperation):
-    name = "outlier"
+    type = StepType(
+        "outlier",
+        "document",
+        {
+            "field": Param(STR),
+            "threshold": Param(INT),
+            "overflow_collection": Param(STR),
+            "flag_field": Param(STR, False, "has_overflow"),
+        },
+        "move array elements past a threshold into overflow documents (outlier pattern)",
+        creates=("overflow_collection",),
+    )
     side_collections = ("overflow_collection",)
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        name, limit = step.params["field"], step.params["threshold"]
+        elements = doc.get(name)
+        if not isinstance(elements, list) or len(elements) <= limit:
+            return Result(doc)
+        overflow = [
+            {"_id": {"parent": doc.get("_id"), "page": page}, "parentId": doc.get("_id"), "page": page,
+             name: elements[start : start + limit]}
+            for page, start in enumerate(range(limit, len(elements), limit), 1)
+        ]  # fmt: skip
+        doc[name] = elements[:limit]
+        doc[step.params["flag_field"]] = True
+        return Result(doc, {step.params["overflow_collection"]: overflow})
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["field"], p["flag_field"]}
 
     def pending(self, step: Step) -> dict[str, Any]:
         # Arrays longer than the threshold in documents not flagged yet; a flagged document's new elements are

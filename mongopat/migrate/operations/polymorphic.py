@@ -4,13 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from mongopat.migrate.operations.base import AddsFields
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, _matches
+from mongopat.migrate.operations.base import ANY, LIST, STR, AddsFields, Param, Step, StepType, check_rules
+from mongopat.migrate.transforms import Context, Document, Result, matches_rule
 
 
 class Operation(AddsFields):
-    name = "polymorphic"
+    type = StepType(
+        "polymorphic",
+        "document",
+        {"type_field": Param(STR, False, "type"), "rules": Param(LIST), "default": Param(ANY, False)},
+        "set a type field from which fields a document has (polymorphic pattern)",
+    )
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        target = step.params["type_field"]
+        if target not in doc:
+            for rule in step.params["rules"]:
+                if matches_rule(doc, rule):
+                    doc[target] = rule["type"]
+                    break
+            else:
+                if step.params["default"] is not None:
+                    doc[target] = step.params["default"]
+        return Result(doc)
+
+    def check(self, params: dict[str, Any]) -> None:
+        check_rules(self.type.name, params)
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["type_field"]}
 
     def added(self, step: Step) -> list[str]:
         return [step.params["type_field"]]
@@ -33,4 +56,4 @@ class Operation(AddsFields):
     def is_pending(self, doc: Document, step: Step) -> bool:
         if step.params["type_field"] in doc:
             return False
-        return step.params["default"] is not None or any(_matches(doc, rule) for rule in step.params["rules"])
+        return step.params["default"] is not None or any(matches_rule(doc, rule) for rule in step.params["rules"])

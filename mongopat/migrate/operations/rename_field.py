@@ -5,13 +5,25 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mongopat.migrate.operations.base import DocumentOperation
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, _has, _pop_path, _set_path
+from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
+from mongopat.migrate.transforms import Context, Document, Result, _has, _pop_path, _set_path
 
 
 class Operation(DocumentOperation):
-    name = "rename_field"
+    type = StepType("rename_field", "document", {"from": Param(STR), "to": Param(STR)}, "rename a field")
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        if _has(doc, step.params["from"]):
+            _set_path(doc, step.params["to"], _pop_path(doc, step.params["from"]))
+        return Result(doc)
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["from"], p["to"]}
+
+    def removed_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["from"]}
 
     def pending(self, step: Step) -> dict[str, Any]:
         return {step.params["from"]: {"$exists": True}}

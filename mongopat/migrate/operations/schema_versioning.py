@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
-from mongopat.migrate.operations.base import AddsFields
-from mongopat.migrate.steps import Step
+from typing import Any
+
+from mongopat.migrate.operations.base import INT, LIST, STR, AddsFields, Param, Step, StepType, check_rules
+from mongopat.migrate.transforms import Context, Document, Result, matches_rule
 
 
 class Operation(AddsFields):
-    name = "schema_versioning"
+    type = StepType(
+        "schema_versioning",
+        "document",
+        {
+            "field": Param(STR, False, "schemaVersion"),
+            "default_version": Param(INT, False, 1),
+            "rules": Param(LIST, False, []),
+        },
+        "stamp a schema version on every document (schema versioning pattern)",
+    )
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        target = step.params["field"]
+        if target not in doc:
+            version = step.params["default_version"]
+            for rule in step.params["rules"]:
+                if matches_rule(doc, rule):
+                    version = rule["version"]
+                    break
+            doc[target] = version
+        return Result(doc)
+
+    def check(self, params: dict[str, Any]) -> None:
+        check_rules(self.type.name, params)
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["field"]}
 
     def added(self, step: Step) -> list[str]:
         return [step.params["field"]]

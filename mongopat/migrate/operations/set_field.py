@@ -5,13 +5,26 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mongopat.migrate.operations.base import DocumentOperation, restore_field
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, _has, get_path
+from mongopat.migrate.operations.base import ANY, STR, DocumentOperation, Param, Step, StepType, restore_field
+from mongopat.migrate.transforms import Context, Document, Result, _has, _set_path, get_path
 
 
 class Operation(DocumentOperation):
-    name = "set_field"
+    type = StepType(
+        "set_field",
+        "document",
+        {"field": Param(STR), "value": Param(ANY), "only_missing": Param(bool, False, False)},
+        "set a field to a value (on every document, or only where it is missing)",
+    )
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        if not (step.params["only_missing"] and _has(doc, step.params["field"])):
+            _set_path(doc, step.params["field"], copy.deepcopy(step.params["value"]))
+        return Result(doc)
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["field"]}
 
     def pending(self, step: Step) -> dict[str, Any]:
         field = step.params["field"]

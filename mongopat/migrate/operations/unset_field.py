@@ -5,13 +5,24 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mongopat.migrate.operations.base import DocumentOperation
-from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, _has, _set_path, get_path
+from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
+from mongopat.migrate.transforms import Context, Document, Result, _has, _pop_path, _set_path, get_path
 
 
 class Operation(DocumentOperation):
-    name = "unset_field"
+    type = StepType("unset_field", "document", {"field": Param(STR)}, "remove a field")
+
+    def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
+        _pop_path(doc, step.params["field"])
+        return Result(doc)
+
+    def written_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["field"]}
+
+    def removed_fields(self, step: Step) -> set[str]:
+        p = step.params
+        return {p["field"]}
 
     def pending(self, step: Step) -> dict[str, Any]:
         return {step.params["field"]: {"$exists": True}}

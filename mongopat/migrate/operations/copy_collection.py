@@ -1,0 +1,12 @@
+"""copy_collection: a collection copied under a new name (dropped by down).
+
+Each runner carries out collection steps its own way (commands on a server, files in a dump folder).
+"""
+
+from __future__ import annotations
+
+from mongopat.migrate.operations.base import STR, Param, StepOperation, StepType
+
+
+class Operation(StepOperation):
+    type = StepType("copy_collection", "collection", {"to": Param(STR)}, "copy the collection", creates=("to",))
