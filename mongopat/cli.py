@@ -18,10 +18,10 @@ import typer
 import yaml
 
 from mongopat import __version__, command
+from mongopat.cli_options import CollectionOption, DbOption, DirOption, migrates, reads_source
 from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError
 from mongopat.migrate.runner import RunOptions
 from mongopat.sources import SourceSpec
-from mongopat.sources.base import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -140,30 +140,6 @@ def _driver_error(error: Exception, uri: str | None) -> MongopatError | None:
 
 # -- shared options ------------------------------------------------------------------------------
 
-UriOption = Annotated[
-    str | None,
-    typer.Option(
-        "--uri",
-        envvar="MONGOPAT_URI",
-        show_envvar=True,
-        help="mongodb:// or mongodb+srv:// URI (mongomock:// for tests).",
-    ),
-]
-DumpOption = Annotated[
-    str | None,
-    typer.Option("--dump", help="Folder of mongoexport .json and/or mongodump .bson files: no server needed."),
-]
-DbOption = Annotated[str | None, typer.Option("--db", help="Database name, when the URI or folder does not say.")]
-CollectionOption = Annotated[
-    list[str] | None,
-    typer.Option("--collection", "-c", help="Collection to read (repeatable); default: all."),
-]
-TimeoutOption = Annotated[int, typer.Option("--timeout-ms", help="How long to wait for an unreachable server.", min=1)]
-MaxTimeOption = Annotated[int, typer.Option("--max-time-ms", help="maxTimeMS sent with every server command.", min=1)]
-ReadPrefOption = Annotated[
-    str,
-    typer.Option("--read-preference", help="primary, primaryPreferred, secondary, secondaryPreferred, nearest."),
-]
 FormatOption = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
 HtmlOption = Annotated[str | None, typer.Option("--html", help="Also write a self-contained HTML report to this file.")]
 ShowValuesOption = Annotated[
@@ -178,18 +154,6 @@ def apply_output_flags(quiet: bool, verbose: bool) -> None:
     """--quiet/--verbose are accepted before and after the subcommand alike."""
     State.quiet = State.quiet or quiet
     State.verbose = (State.verbose or verbose) and not State.quiet
-
-
-def source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference, seed: int = 0) -> SourceSpec:
-    return SourceSpec(
-        uri=uri,
-        dump=dump,
-        db=db,
-        timeout_ms=timeout_ms,
-        max_time_ms=max_time_ms,
-        read_preference=read_preference,
-        seed=seed,
-    )
 
 
 def _check_format(value: str, allowed: tuple[str, ...]) -> None:
@@ -268,10 +232,9 @@ def emit_json(data: Any) -> None:
         "  mongopat analyze --dump ./export --format json --output report.json"
     )
 )
+@reads_source(seed=True)
 def analyze(
-    uri: UriOption = None,
-    dump: DumpOption = None,
-    db: DbOption = None,
+    source: SourceSpec,
     collection: CollectionOption = None,
     sample: Annotated[
         int | None,
@@ -280,7 +243,6 @@ def analyze(
             help="Documents to read per collection (server default 1000 with $sample; dumps: all).",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed for sampling dump files.")] = 0,
     full_scan: Annotated[
         bool, typer.Option("--full-scan", help="Read every document on a server instead of a $sample (heavier).")
     ] = False,
@@ -298,9 +260,6 @@ def analyze(
     html: HtmlOption = None,
     show_values: ShowValuesOption = False,
     format: FormatOption = "table",
-    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
-    max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
-    read_preference: ReadPrefOption = "secondaryPreferred",
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -314,7 +273,7 @@ def analyze(
 
     def body() -> int:
         _check_format(format, ("table", "json"))
-        spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference, seed)
+        spec = source
         options = AnalyzeOptions(
             sample_size=sample, distinct_limit=distinct_limit, keep_example=show_values, full_scan=full_scan
         )
@@ -333,7 +292,7 @@ def analyze(
             State.stderr().print(f"report written to {output}")
         return 0
 
-    run(body, uri)
+    run(body, source.uri)
 
 
 @app.command(
@@ -344,7 +303,9 @@ def analyze(
         "  mongopat recommend --report report.json --threshold MP201.warn_length=500 --format json"
     )
 )
+@reads_source()
 def recommend(
+    source: SourceSpec,
     report: Annotated[str | None, typer.Option("--report", help="A report from 'mongopat analyze --output'.")] = None,
     access: Annotated[
         str | None, typer.Option("--access", "-a", help="Access-pattern YAML: what the application does.")
@@ -353,9 +314,6 @@ def recommend(
         list[str] | None, typer.Option("--threshold", "-t", help="Override a rule threshold: RULE.KEY=NUMBER.")
     ] = None,
     rule: Annotated[list[str] | None, typer.Option("--rule", "-r", help="Run only this rule (code or name).")] = None,
-    uri: UriOption = None,
-    dump: DumpOption = None,
-    db: DbOption = None,
     collection: CollectionOption = None,
     sample: Annotated[int | None, typer.Option("--sample", help="Documents to read per collection.")] = None,
     output: Annotated[
@@ -364,9 +322,6 @@ def recommend(
     html: HtmlOption = None,
     show_values: ShowValuesOption = False,
     format: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
-    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
-    max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
-    read_preference: ReadPrefOption = "secondaryPreferred",
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -380,12 +335,12 @@ def recommend(
 
     def body() -> int:
         _check_format(format, ("table", "json", "markdown"))
-        if report and (uri or dump):
+        if report and (source.uri or source.dump):
             raise MongopatError("give either --report or a source (--uri/--dump), not both")
         if report:
             data = load_report(report)
         else:
-            spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference)
+            spec = source
             data = analyze_with_progress(spec, collection, AnalyzeOptions(sample_size=sample, keep_example=show_values))
         result = command.recommend(data, access, command.parse_threshold_options(threshold or []), rule)
         if output:
@@ -400,7 +355,7 @@ def recommend(
             print_recommendations(result, State.stdout(), verbose=State.verbose)
         return 0
 
-    run(body, uri)
+    run(body, source.uri)
 
 
 @app.command(name="rules", epilog="Examples:\n\n  mongopat rules\n\n  mongopat rules --format json")
@@ -453,16 +408,15 @@ app.add_typer(access_app, name="access")
         "  mongopat access draft --dump ./export --log mongod.log.gz --format json"
     ),
 )
+@reads_source()
 def access_draft(
+    source: SourceSpec,
     log: Annotated[
         list[str] | None, typer.Option("--log", "-l", help="MongoDB JSON log file (plain or gzip); repeatable.")
     ] = None,
     top_interval: Annotated[
         float, typer.Option("--top-interval", help="Seconds between the two 'top' readings.", min=0.1)
     ] = 10.0,
-    uri: UriOption = None,
-    dump: DumpOption = None,
-    db: DbOption = None,
     sample: Annotated[
         int | None, typer.Option("--sample", help="Documents to read per collection for insert rates.")
     ] = None,
@@ -470,9 +424,6 @@ def access_draft(
     format: Annotated[
         str, typer.Option("--format", "-f", help="yaml (the file) or json (the file and the evidence).")
     ] = "yaml",
-    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
-    max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
-    read_preference: ReadPrefOption = "secondaryPreferred",
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -486,7 +437,7 @@ def access_draft(
 
     def body() -> int:
         _check_format(format, ("yaml", "json"))
-        spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference)
+        spec = source
         console = State.stderr()
         progress = None
         if log and not State.quiet and console.is_terminal:
@@ -521,7 +472,7 @@ def access_draft(
             return 1
         return 0
 
-    run(body, uri)
+    run(body, source.uri)
 
 
 @app.command(
@@ -533,10 +484,9 @@ def access_draft(
         "  mongopat check --dump ./export --write-snapshot schema.json"
     )
 )
+@reads_source()
 def check(
-    uri: UriOption = None,
-    dump: DumpOption = None,
-    db: DbOption = None,
+    source: SourceSpec,
     collection: CollectionOption = None,
     report: Annotated[str | None, typer.Option("--report", help="A saved report instead of a source.")] = None,
     access: Annotated[
@@ -562,9 +512,6 @@ def check(
     output: Annotated[
         str | None, typer.Option("--output", "-o", help="Write the output to this file instead of stdout.")
     ] = None,
-    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
-    max_time_ms: MaxTimeOption = DEFAULT_MAX_TIME_MS,
-    read_preference: ReadPrefOption = "secondaryPreferred",
     quiet: QuietOption = False,
 ) -> None:
     """The CI gate: exit 0 when all is well, 1 when a finding reaches --fail-on, 2 on usage or input errors."""
@@ -576,7 +523,7 @@ def check(
 
     def body() -> int:
         _check_format(format, ("table", "json", "junit", "sarif"))
-        spec = source_spec(uri, dump, db, timeout_ms, max_time_ms, read_preference)
+        spec = source
         progress, start = progress_factory()
         arguments = (spec, report, access, config, dir, snapshot, write_snapshot, fail_on,
                      command.parse_threshold_options(threshold or []), collection)  # fmt: skip
@@ -600,7 +547,7 @@ def check(
             sys.stdout.write(text)
         return 0 if result["ok"] else 1
 
-    run(body, uri)
+    run(body, source.uri)
 
 
 def print_check(result: dict[str, Any], console: Console) -> None:
@@ -653,7 +600,6 @@ migrate_app = typer.Typer(
     help="Versioned migrations: plan them from recommendations, write them by hand.", no_args_is_help=True
 )
 app.add_typer(migrate_app, name="migrate")
-DirOption = Annotated[str, typer.Option("--dir", help="The migrations folder.")]
 
 
 @migrate_app.command(
@@ -832,10 +778,6 @@ def _stop_progress(options: RunOptions) -> None:
         display.stop()
 
 
-MigrateSource = Annotated[
-    str | None,
-    typer.Option("--uri", envvar="MONGOPAT_URI", show_envvar=True, help="The deployment to migrate (mongodb://...)."),
-]
 BatchOption = Annotated[int, typer.Option("--batch-size", help="Documents per batch (one bulk write each).", min=1)]
 LockTimeoutOption = Annotated[
     float, typer.Option("--lock-timeout", help="Seconds to wait for another run's lock.", min=0)
@@ -849,20 +791,18 @@ LockTimeoutOption = Annotated[
         "  mongopat migrate status --dump ./export --dir migrations -f json"
     ),
 )
+@migrates()
 def migrate_status(
-    uri: MigrateSource = None,
-    db: DbOption = None,
-    dump: DumpOption = None,
+    target: SourceSpec,
     dir: DirOption = "migrations",
     format: FormatOption = "table",
-    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
 ) -> None:
     """Applied, pending, failed and edited-after-apply migrations."""
     from rich.table import Table
 
     def body() -> int:
         _check_format(format, ("table", "json"))
-        rows = command.migrate_status(source_spec(uri, dump, db, timeout_ms, DEFAULT_MAX_TIME_MS, "primary"), dir)
+        rows = command.migrate_status(target, dir)
         if format == "json":
             emit_json({"migrations": rows})
             return 0
@@ -885,7 +825,7 @@ def migrate_status(
         State.stdout().print(table)
         return 0
 
-    run(body, uri)
+    run(body, target.uri)
 
 
 @migrate_app.command(
@@ -895,10 +835,9 @@ def migrate_status(
         "  mongopat migrate up --to 0003_bucket_readings --yes"
     ),
 )
+@migrates()
 def migrate_up(
-    uri: MigrateSource = None,
-    db: DbOption = None,
-    dump: DumpOption = None,
+    target: SourceSpec,
     dir: DirOption = "migrations",
     to: Annotated[str | None, typer.Option("--to", help="Apply up to and including this migration id.")] = None,
     dry_run: Annotated[
@@ -927,7 +866,6 @@ def migrate_up(
     ] = "majority",
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     format: FormatOption = "table",
-    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
     quiet: QuietOption = False,
 ) -> None:
     """Apply pending migrations in order, in batches, resuming an interrupted one."""
@@ -937,7 +875,7 @@ def migrate_up(
 
     def body() -> int:
         _check_format(format, ("table", "json"))
-        spec = source_spec(uri, dump, db, timeout_ms, DEFAULT_MAX_TIME_MS, "primary")
+        spec = target
         if write_concern != "majority" and not write_concern.isdigit():
             raise MongopatError(f"--write-concern {write_concern!r}: 'majority' or a number of members")
         if not dry_run:
@@ -983,30 +921,28 @@ def migrate_up(
                     State.say(f"  note: {note}", style="dim")
         return 0
 
-    run(body, uri)
+    run(body, target.uri)
 
 
 @migrate_app.command(
     "down",
     epilog="Examples:\n\n  mongopat migrate down --yes\n\n  mongopat migrate down --to base --yes",
 )
+@migrates()
 def migrate_down(
-    uri: MigrateSource = None,
-    db: DbOption = None,
-    dump: DumpOption = None,
+    target: SourceSpec,
     dir: DirOption = "migrations",
     to: Annotated[str | None, typer.Option("--to", help="Revert every migration after this id; base: all.")] = None,
     batch_size: BatchOption = 1000,
     lock_timeout: LockTimeoutOption = 30.0,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
     quiet: QuietOption = False,
 ) -> None:
     """Revert the last applied migration (or every one after --to), restoring the original documents."""
     apply_output_flags(quiet, False)
 
     def body() -> int:
-        spec = source_spec(uri, dump, db, timeout_ms, DEFAULT_MAX_TIME_MS, "primary")
+        spec = target
         what = "every migration" if to == "base" else f"every migration after {to}" if to else "the last migration"
         if not _confirm(f"Revert {what}?", yes):
             return 1
@@ -1014,7 +950,7 @@ def migrate_down(
         State.say("reverted: " + (", ".join(reverted) or "nothing"))
         return 0
 
-    run(body, uri)
+    run(body, target.uri)
 
 
 @migrate_app.command(
@@ -1024,22 +960,18 @@ def migrate_down(
         "  mongopat migrate verify 0003_bucket_readings --dump ./export"
     ),
 )
+@migrates()
 def migrate_verify(
+    target: SourceSpec,
     migration_id: Annotated[str | None, typer.Argument(help="One migration id; default: every applied one.")] = None,
-    uri: MigrateSource = None,
-    db: DbOption = None,
-    dump: DumpOption = None,
     dir: DirOption = "migrations",
     format: FormatOption = "table",
-    timeout_ms: TimeoutOption = DEFAULT_TIMEOUT_MS,
 ) -> None:
     """Re-check applied migrations: no document lost, the new shape holds. Exit 1 on any problem."""
 
     def body() -> int:
         _check_format(format, ("table", "json"))
-        results = command.migrate_verify(
-            source_spec(uri, dump, db, timeout_ms, DEFAULT_MAX_TIME_MS, "primary"), dir, migration_id
-        )
+        results = command.migrate_verify(target, dir, migration_id)
         if format == "json":
             emit_json({"migrations": [{"id": k, "ok": not v, "problems": v} for k, v in results.items()]})
         else:
@@ -1049,7 +981,7 @@ def migrate_verify(
                 State.stdout().print("no applied migration to verify", markup=False)
         return 1 if any(results.values()) else 0
 
-    run(body, uri)
+    run(body, target.uri)
 
 
 def print_draft_summary(draft, console: Console) -> None:

@@ -6,23 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mongopat.expressions import Expression
+from mongopat.yamlfile import Location
 
 FILTER_OPERATORS = (
     "eq", "ne", "in", "nin", "range", "gt", "gte", "lt", "lte", "exists", "regex", "text", "geo", "elemMatch",
 )  # fmt: skip
 RANGE_OPERATORS = ("range", "gt", "gte", "lt", "lte")
-
-
-@dataclass
-class Location:
-    """Where a value stands in the file, for messages: ``access.yaml:12:9``."""
-
-    file: str
-    line: int
-    column: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
 
 
 @dataclass

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from mongopat.access.loader import AccessFileError, _reject_foreign_tags, _thresholds, _Validator, compose_yaml
 from mongopat.bsontypes import TYPE_NAMES
-from mongopat.yamlfile import read_yaml_text
+from mongopat.rules.thresholds import parse_thresholds
+from mongopat.yamlfile import YamlFileError, YamlValidator, compose_yaml, read_yaml_text, reject_foreign_tags
 
 SEVERITIES = ("info", "warning", "error")
 KNOWN_TYPES = sorted(set(TYPE_NAMES.values()) | {"int", "long"})
@@ -82,14 +82,14 @@ class CheckConfig:
         self.sources.extend(other.sources)
 
 
-def parse_section(check: _Validator, node: yaml.Node, path: str, allow_version: bool) -> CheckConfig:
+def parse_section(check: YamlValidator, node: yaml.Node, path: str, allow_version: bool) -> CheckConfig:
     keys = CONFIG_KEYS if allow_version else CONFIG_KEYS[1:]
     found = check.mapping(node, path, keys) or {}
     config = CheckConfig(sources=[check.file])
     if "version" in found and check.value(found["version"]) != 1:
         check.error(found["version"], f"{path}.version", "unsupported version (this mongopat reads version 1)")
     if "thresholds" in found:
-        config.thresholds = _thresholds(check, found["thresholds"])
+        config.thresholds = parse_thresholds(check, found["thresholds"])
     if "rules" in found:
         config.rules = check.items(found["rules"], f"{path}.rules", "rules", _rule, ("id", "rule id"))
     if "waivers" in found:
@@ -107,7 +107,7 @@ def parse_section(check: _Validator, node: yaml.Node, path: str, allow_version: 
     return config
 
 
-def _rule(check: _Validator, node: yaml.Node, path: str) -> DocumentRule | None:
+def _rule(check: YamlValidator, node: yaml.Node, path: str) -> DocumentRule | None:
     found = check.mapping(node, path, RULE_KEYS, ("id", "collection"))
     if not found or "id" not in found or "collection" not in found:
         return None
@@ -151,7 +151,7 @@ def _rule(check: _Validator, node: yaml.Node, path: str) -> DocumentRule | None:
     return rule
 
 
-def _waiver(check: _Validator, node: yaml.Node, path: str) -> Waiver | None:
+def _waiver(check: YamlValidator, node: yaml.Node, path: str) -> Waiver | None:
     found = check.mapping(node, path, ("id", "collection", "field", "reason", "expires"), ("id", "reason", "expires"))
     if not found or not {"id", "reason", "expires"} <= set(found):
         return None
@@ -176,11 +176,11 @@ def load_config(path: str | Path) -> CheckConfig:
     root = compose_yaml(text, file)
     if root is None:
         return CheckConfig(sources=[file])
-    check = _Validator(file)
-    _reject_foreign_tags(check, root)
+    check = YamlValidator(file)
+    reject_foreign_tags(check, root)
     config = parse_section(check, root, "(top)", allow_version=True) if not check.problems else CheckConfig()
     if check.problems:
-        raise AccessFileError(check.problems)
+        raise YamlFileError(check.problems)
     return config
 
 
@@ -192,9 +192,9 @@ def check_section_of_access_file(path: str | Path) -> CheckConfig | None:
         return None
     for key, value in root.value:
         if getattr(key, "value", None) == "check":
-            check = _Validator(str(path))
+            check = YamlValidator(str(path))
             config = parse_section(check, value, "check", allow_version=False)
             if check.problems:
-                raise AccessFileError(check.problems)
+                raise YamlFileError(check.problems)
             return config
     return None

@@ -1,0 +1,118 @@
+"""Options the commands share, declared once.
+
+A command that reads a database or a dump folder takes one ``source: SourceSpec`` parameter and is
+decorated with :func:`reads_source`; one that runs migrations takes ``target: SourceSpec`` and is decorated
+with :func:`migrates`. The decorator gives the command line the group's options (``--uri``, ``--dump``,
+``--db``, the timeouts...) and hands the command the ``SourceSpec`` they make, so every command spells
+them, their help and their defaults the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from mongopat.sources import SourceSpec
+from mongopat.sources.base import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS
+
+UriOption = Annotated[
+    str | None,
+    typer.Option(
+        "--uri",
+        envvar="MONGOPAT_URI",
+        show_envvar=True,
+        help="mongodb:// or mongodb+srv:// URI (mongomock:// for tests).",
+    ),
+]
+MigrateUriOption = Annotated[
+    str | None,
+    typer.Option("--uri", envvar="MONGOPAT_URI", show_envvar=True, help="The deployment to migrate (mongodb://...)."),
+]
+DumpOption = Annotated[
+    str | None,
+    typer.Option("--dump", help="Folder of mongoexport .json and/or mongodump .bson files: no server needed."),
+]
+DbOption = Annotated[str | None, typer.Option("--db", help="Database name, when the URI or folder does not say.")]
+CollectionOption = Annotated[
+    list[str] | None,
+    typer.Option("--collection", "-c", help="Collection to read (repeatable); default: all."),
+]
+TimeoutOption = Annotated[int, typer.Option("--timeout-ms", help="How long to wait for an unreachable server.", min=1)]
+MaxTimeOption = Annotated[int, typer.Option("--max-time-ms", help="maxTimeMS sent with every server command.", min=1)]
+ReadPrefOption = Annotated[
+    str,
+    typer.Option("--read-preference", help="primary, primaryPreferred, secondary, secondaryPreferred, nearest."),
+]
+DirOption = Annotated[str, typer.Option("--dir", help="The migrations folder.")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Random seed for sampling dump files.")]
+
+_KW = inspect.Parameter.KEYWORD_ONLY
+
+
+def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, _KW, default=default, annotation=annotation)
+
+
+def _with_group(
+    parameter: str,
+    first: list[inspect.Parameter],
+    last: list[inspect.Parameter],
+    make: Callable[[dict[str, Any]], SourceSpec],
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Replace the command's ``parameter`` by the options ``first`` (listed before its own) and ``last``
+    (after them); ``make`` builds the value of ``parameter`` from those options."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [
+            p.replace(kind=_KW, annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(command).parameters.values()
+            if p.name != parameter
+        ]
+        group = {p.name for p in first + last}
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> Any:
+            options = {name: kwargs.pop(name) for name in list(kwargs) if name in group}
+            return command(**{parameter: make(options)}, **kwargs)
+
+        parameters = first + own + last
+        wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+        return wrapper
+
+    return decorate
+
+
+def reads_source(
+    read_preference: str = "secondaryPreferred", seed: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--uri``, ``--dump``, ``--db`` (first) and ``--timeout-ms``, ``--max-time-ms``,
+    ``--read-preference`` (last), and ``--seed`` when the command samples dump files."""
+    first = [_option("uri", UriOption, None), _option("dump", DumpOption, None), _option("db", DbOption, None)]
+    last = [
+        _option("timeout_ms", TimeoutOption, DEFAULT_TIMEOUT_MS),
+        _option("max_time_ms", MaxTimeOption, DEFAULT_MAX_TIME_MS),
+        _option("read_preference", ReadPrefOption, read_preference),
+    ]
+    if seed:
+        last.insert(0, _option("seed", SeedOption, 0))
+    return _with_group("source", first, last, lambda options: SourceSpec(**options))
+
+
+def migrates() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The deployment or dump folder a migration command runs against: ``--uri``, ``--db``, ``--dump``
+    (first) and ``--timeout-ms`` (last); it reads and writes the primary."""
+    first = [_option("uri", MigrateUriOption, None), _option("db", DbOption, None), _option("dump", DumpOption, None)]
+    last = [_option("timeout_ms", TimeoutOption, DEFAULT_TIMEOUT_MS)]
+    return _with_group(
+        "target",
+        first,
+        last,
+        lambda options: SourceSpec(**options, max_time_ms=DEFAULT_MAX_TIME_MS, read_preference="primary"),
+    )
