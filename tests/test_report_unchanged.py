@@ -7,8 +7,9 @@ mixed types, sparse fields, maps and values past the distinct limit (integers: t
 distinct sampling uses, does not change between processes, unlike a string's).
 
 Past the distinct limit a field's distinct count is an estimate from a sample of hashes, and Python
-hashes strings, bytes and dates differently in every process: those estimates are compared within 15%
-(three standard errors at the limit of 1,000 used here), every other figure exactly.
+hashes strings, bytes and dates differently in every process: those estimates are compared within 30%
+(each has a standard error of about 4.5% at the limit of 1,000 used here, so their difference about 6.3%:
+30% is nearly five of those), every other figure exactly.
 
 A change that is meant to change the report rewrites them: ``MONGOPAT_UPDATE_REPORTS=1 python3 -m pytest
 tests/test_report_unchanged.py``, and the diff of the fixtures shows what changed.
@@ -125,7 +126,7 @@ def test_the_report_is_the_one_written_before(tmp_path, name):
     estimated, expected_estimates = estimates(report), estimates(expected)
     assert set(estimated) == set(expected_estimates)
     for key, value in estimated.items():
-        assert abs(value - expected_estimates[key]) <= 0.15 * expected_estimates[key], f"{name}: {key} estimate"
+        assert abs(value - expected_estimates[key]) <= 0.30 * expected_estimates[key], f"{name}: {key} estimate"
     for got, want in zip(report["collections"], expected["collections"], strict=True):
         for key in sorted(set(got) | set(want)):
             assert got.get(key) == want.get(key), f"{name}.{got['name']}: {key} differs"

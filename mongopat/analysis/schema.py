@@ -124,7 +124,7 @@ class Slot:
             self.scalars += len(buffer)
             kinds = Counter(map(type, buffer))
             if int in kinds:
-                ints = [v for v in buffer if type(v) is int]
+                ints = buffer if len(kinds) == 1 else [v for v in buffer if type(v) is int]
                 longs = 0
                 if min(ints) < INT32_MIN or max(ints) > INT32_MAX:
                     longs = sum(1 for v in ints if v < INT32_MIN or v > INT32_MAX)

@@ -10,6 +10,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from itertools import compress
+from operator import not_
 
 from bson import Decimal128
 
@@ -168,25 +169,20 @@ def _tidy(value: float | None) -> float | int | None:
     return round(value, 2)
 
 
-_MIX = 0x9E3779B97F4A7C15
-_MASK64 = (1 << 64) - 1
-
-
-def _threshold(level: int) -> int:
-    return 1 << (64 - level)
+def _mask(level: int) -> int:
+    return (1 << level) - 1
 
 
 def _spread(value: object) -> int:
-    # Python's hash of small ints is the int itself: multiply by a 64-bit odd constant (Fibonacci
-    # hashing) and sample on the product's high bits, which depend on all bits of the hash.
-    return (hash(value) * _MIX) & _MASK64
+    # The hash of a 1-tuple mixes the value's hash through every bit (CPython's tuple hash), so its low
+    # bits sample small ints, whose own hash is the int itself, as uniformly as strings.
+    return hash((value,))
 
 
 def _sampled(values: list[object], level: int) -> Iterable[object]:
-    """The values whose spread hash is below the level's threshold, filtered at C speed."""
-    keep = _threshold(level).__gt__
-    spread = map(_MASK64.__and__, map(_MIX.__mul__, map(hash, values)))
-    return compress(values, map(keep, spread))
+    """The values whose spread hash has its lowest ``level`` bits at zero, filtered at C speed (``zip``
+    makes the 1-tuples without a Python call per value)."""
+    return compress(values, map(not_, map(_mask(level).__and__, map(hash, zip(values)))))
 
 
 class HashableDecimal128(Decimal128):
@@ -206,13 +202,15 @@ class DistinctCounter:
     sampling): the kept set is a uniform 1/2**level sample of the distinct values, so the estimate is
     ``len(kept) * 2**level`` (standard error about 1/sqrt(limit/2)), and membership is still exact for any
     value whose hash passes the same filter, which references between collections rely on.
-    Counts per value are kept while at most ``top_limit`` distinct values have been seen, for top values.
+    Counts per value are kept while at most ``top_limit`` distinct values have been seen, for top values;
+    meanwhile their keys are the distinct values, and the set is only filled from them (in first-seen
+    order) when it is read or the counts are dropped.
     """
 
-    __slots__ = ("values", "level", "limit", "top_limit", "counts", "unhashable")
+    __slots__ = ("_values", "level", "limit", "top_limit", "counts", "unhashable")
 
     def __init__(self, limit: int = 10_000, top_limit: int = 200) -> None:
-        self.values: set[object] = set()
+        self._values: set[object] = set()
         self.level = 0
         self.limit = limit
         self.top_limit = top_limit
@@ -223,6 +221,22 @@ class DistinctCounter:
     def exact(self) -> bool:
         return self.level == 0
 
+    @property
+    def _deferred(self) -> bool:
+        """True while the counts stand for the set (they hold every distinct value, none is sampled out)."""
+        return self.counts is not None and self.top_limit <= self.limit
+
+    @property
+    def values(self) -> set[object]:
+        if self._deferred:
+            assert self.counts is not None
+            self._values.update(list(self.counts))
+        return self._values
+
+    @values.setter
+    def values(self, values: set[object]) -> None:
+        self._values = values
+
     def add_many(self, values: list[object]) -> None:
         if self.counts is not None:
             try:
@@ -230,21 +244,27 @@ class DistinctCounter:
             except TypeError:
                 values = self._hashable(values)
                 self.counts.update(values)
+            if len(self.counts) <= self.top_limit and self._deferred:
+                return  # the counts hold every value: the set is filled from them when needed
             if len(self.counts) > self.top_limit:
+                self._values.update(list(self.counts))  # what the set has not been given yet, in order
                 self.counts = None
+                if len(self._values) > self.limit:
+                    self._raise_level()
+                return
         if self.level == 0:
             try:
-                self.values.update(values)
+                self._values.update(values)
             except TypeError:
-                self.values.update(self._hashable(values))
-            if len(self.values) > self.limit:
+                self._values.update(self._hashable(values))
+            if len(self._values) > self.limit:
                 self._raise_level()
         else:
             try:
-                self.values.update(_sampled(values, self.level))
+                self._values.update(_sampled(values, self.level))
             except TypeError:
-                self.values.update(_sampled(self._hashable(values), self.level))
-            if len(self.values) > self.limit:
+                self._values.update(_sampled(self._hashable(values), self.level))
+            if len(self._values) > self.limit:
                 self._raise_level()
 
     def _hashable(self, values: list[object]) -> list[object]:
@@ -268,6 +288,7 @@ class DistinctCounter:
 
     def merge(self, other: DistinctCounter) -> None:
         """Fold in a counter of another part of the same stream (parallel reading)."""
+        mine, theirs = self.values, other.values  # before the counts change
         if self.counts is not None and other.counts is not None:
             self.counts.update(other.counts)
             if len(self.counts) > self.top_limit:
@@ -276,7 +297,7 @@ class DistinctCounter:
             self.counts = None
         self.unhashable += other.unhashable
         level = max(self.level, other.level)
-        values = self.values | other.values
+        values = mine | theirs
         self.values = set(_sampled(list(values), level)) if level else values
         self.level = level
         if len(self.values) > self.limit:
@@ -287,7 +308,7 @@ class DistinctCounter:
 
     def passes_filter(self, value: object) -> bool:
         """True when membership of ``value`` can be decided exactly from the kept values."""
-        return self.level == 0 or _spread(value) < _threshold(self.level)
+        return self.level == 0 or not _spread(value) & _mask(self.level)
 
     def __contains__(self, value: object) -> bool:
         return value in self.values

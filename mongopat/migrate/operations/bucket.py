@@ -194,8 +194,8 @@ def push(readings: list[Document], step: Step, sequence: int) -> UpdateOne:
     tries the next sequence). The series is in the filter so that a collection sharded on it routes it."""
     series, start = window_of(readings[0], step)
     update: dict[str, Any] = {
+        # An insert takes the series and the _id from the filter's equality conditions.
         "$setOnInsert": {
-            step.params["series_key"]: series,
             "start": start,
             "end": start + datetime.timedelta(seconds=step.params["window_seconds"]),
         },
