@@ -90,6 +90,14 @@ def run_measured(command: list[str]) -> tuple[float, float]:
     return elapsed, peak / 1024
 
 
+def ensure_bytecode() -> None:
+    """Compile mongopat's modules as an installed package has them: a checkout run with
+    PYTHONDONTWRITEBYTECODE set (as on this machine) would compile every module again at each start."""
+    import compileall
+
+    compileall.compile_dir(str(BENCH.parent / "mongopat"), quiet=1)
+
+
 def ensure_mongodb_schema() -> None:
     if (BENCH / "node_modules" / "mongodb-schema").exists():
         return
@@ -109,6 +117,7 @@ def main() -> None:
         print(f"generating {args.documents:,} orders in {export} ...")
         generate_orders(export, args.documents)
     ensure_mongodb_schema()
+    ensure_bytecode()
     analyze = [sys.executable, "-m", "mongopat", "-q", "analyze", "--dump", str(folder), "--format", "json"]
     commands = {
         "mongopat": analyze,
@@ -121,18 +130,23 @@ def main() -> None:
             results[name].append(run_measured(command))
         print(f"round {round_number + 1}: " + ", ".join(f"{n} {r[-1][0]:.2f} s" for n, r in results.items()))
     size_mib = export.stat().st_size / 2**20
-    print(f"\n{args.documents:,} documents, {size_mib:.1f} MiB of mongoexport JSON; best of {args.rounds} rounds")
+    print(f"\n{args.documents:,} documents, {size_mib:.1f} MiB of mongoexport JSON; {args.rounds} rounds")
     best = {name: min(runs) for name, runs in results.items()}
+    median = {name: sorted(t for t, _m in runs)[len(runs) // 2] for name, runs in results.items()}
     peak = {name: max(mem for _t, mem in runs) for name, runs in results.items()}
     for name in commands:
         seconds = best[name][0]
-        print(f"  {name:15s} {seconds:6.2f} s  {args.documents / seconds:10,.0f} docs/s  peak {peak[name]:6.1f} MiB")
-    for name in ("mongopat", "mongopat -w1"):
-        speedup = best["mongodb-schema"][0] / best[name][0]
+        print(
+            f"  {name:15s} best {seconds:6.2f} s, median {median[name]:6.2f} s"
+            f"  {args.documents / seconds:10,.0f} docs/s  peak {peak[name]:6.1f} MiB"
+        )
+    # The targets of the speed work: 5x at the default workers, 3x on one core, under half the memory.
+    for name, target in (("mongopat", 5), ("mongopat -w1", 3)):
+        speedup = median["mongodb-schema"] / median[name]
         memory = peak[name] / peak["mongodb-schema"]
         print(
-            f"  {name}: {speedup:.2f}x the speed of mongodb-schema (target >= 3x),"
-            f" {memory:.2f}x its peak memory (target < 1x)"
+            f"  {name}: {speedup:.2f}x the speed of mongodb-schema, medians (target >= {target}x),"
+            f" {memory:.2f}x its peak memory (target < 0.5x)"
         )
     print(
         f"  ({os.cpu_count()} CPUs; 'mongopat' runs its default workers, 'mongopat -w1' one process;"

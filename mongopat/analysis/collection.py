@@ -47,6 +47,9 @@ class AnalyzeOptions:
     low_cardinality: int = 20
     top_values: int = 10
     flush_every: int = 1000
+    # ... or sooner, once the documents walked since the last flush hold this many bytes: the values wait in
+    # per-field buffers until then, so large documents must not wait a thousand at a time.
+    flush_bytes: int = 8 * 2**20
     # Keep the first document read, as relaxed Extended JSON, in the report (``--show-values``): it holds
     # real values, so it is off by default.
     keep_example: bool = False
@@ -69,6 +72,7 @@ class CollectionAnalysis:
         self.root = DocumentShape("", 0, False, self.limits, self._on_dates)
         self.sizes = Distribution()
         self._size_buffer: list[int] = []
+        self._buffered_bytes = 0
         self._id_epochs: list[int] = []
         self.id_profile = TimeProfile("_id", "objectId")
         self.date_profiles: dict[str, TimeProfile] = {}
@@ -100,6 +104,7 @@ class CollectionAnalysis:
                     f"{self.name}: document #{self.documents + 1} cannot be stored as BSON: {exc}"
                 ) from None
         self._size_buffer.append(size)
+        self._buffered_bytes += size
         if self.options.keep_example and self.example is None:
             self.example = plain_value(document)
         identifier = document.get("_id")
@@ -115,10 +120,11 @@ class CollectionAnalysis:
         if when is not None:
             self.shapes.add(frozenset(document), when)
         self.documents += 1
-        if self.documents % self.options.flush_every == 0:
+        if self.documents % self.options.flush_every == 0 or self._buffered_bytes >= self.options.flush_bytes:
             self.flush()
 
     def flush(self) -> None:
+        self._buffered_bytes = 0
         self.root.flush()
         self.sizes.add_many(self._size_buffer)
         self._size_buffer = []

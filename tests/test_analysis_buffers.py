@@ -1,0 +1,41 @@
+"""Values wait in per-field buffers between flushes: bounded by bytes as well as by documents, so that a
+file of large documents does not hold a thousand of them in memory at once."""
+
+from __future__ import annotations
+
+import json
+
+from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis
+from mongopat.command import analyze
+from mongopat.sources import SourceSpec
+from tests.conftest import write_export
+
+
+def big(i: int) -> dict:
+    return {"_id": i, "readings": [{"t": k, "v": k * 0.5} for k in range(2000)]}  # about 40 KB of BSON
+
+
+def buffered(analysis: CollectionAnalysis) -> int:
+    element = analysis.root.fields["readings"].element
+    return sum(len(slot.buffer) for slot in element.document.fields.values())
+
+
+def test_large_documents_are_flushed_by_bytes():
+    analysis = CollectionAnalysis("c", AnalyzeOptions(flush_bytes=100_000))
+    for i in range(10):
+        analysis.add(big(i), None)
+        assert buffered(analysis) <= 3 * 2 * 2000  # at most the documents of 100 KB, never all ten
+    analysis.flush()
+    assert analysis.root.fields["readings"].element.document.fields["t"].scalars == 10 * 2000
+
+
+def test_the_report_does_not_depend_on_when_buffers_are_flushed(tmp_path):
+    write_export(tmp_path / "db", "c", [big(i) for i in range(30)])
+    reports = []
+    for flush_bytes in (50_000, 2**30):
+        report = analyze(
+            SourceSpec(dump=str(tmp_path / "db")), options=AnalyzeOptions(workers=1, flush_bytes=flush_bytes)
+        )
+        report.pop("generated_at")
+        reports.append(json.dumps(report, sort_keys=True, default=str))
+    assert reports[0] == reports[1]
