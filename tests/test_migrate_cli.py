@@ -128,3 +128,22 @@ def test_collection_names_are_checked_with_file_and_line(tmp_path, mongo, collec
     )
     result = runner.invoke(app, ["migrate", "plan", "--from", str(recs), "--dir", str(tmp_path / "new")])
     assert "path separator" in result.output and not (tmp_path / "new").exists()
+
+
+def test_a_dump_folder_run_loads_neither_the_driver_nor_rich(tmp_path):
+    """`migrate up --dump` in a deploy script starts fast: no pymongo, no rich tables, no analysis."""
+    import subprocess
+    import sys
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "c.json").write_text('{"_id": 1}\n')
+    (tmp_path / "migrations").mkdir()
+    script = (
+        "import runpy, sys\n"
+        f"sys.argv = ['mongopat', 'migrate', 'up', '--dump', {str(tmp_path / 'data')!r}, "
+        f"'--dir', {str(tmp_path / 'migrations')!r}, '--yes']\n"
+        "try:\n    runpy.run_module('mongopat', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pymongo', 'rich', 'mongopat.analysis.collection') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout + result.stderr

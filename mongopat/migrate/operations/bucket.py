@@ -15,8 +15,6 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-from pymongo import UpdateOne
-
 from mongopat.migrate.operations.base import ANY, INT, LIST, STR, Param, Step, StepOperation, StepType
 from mongopat.migrate.transforms import Document, hashable_key
 
@@ -188,10 +186,12 @@ def entry(doc: Document, step: Step) -> Document:
     return {key: value for key, value in doc.items() if key != step.params["series_key"]}
 
 
-def push(readings: list[Document], step: Step, sequence: int) -> UpdateOne:
+def push(readings: list[Document], step: Step, sequence: int) -> Any:
     """Push readings of one window into bucket ``sequence`` of that window while it has room for them all,
     creating it if needed; a bucket without room makes the upsert fail with a duplicate key (the caller
     tries the next sequence). The series is in the filter so that a collection sharded on it routes it."""
+    from pymongo import UpdateOne  # server runs only: a dump folder's run never loads the driver
+
     series, start = window_of(readings[0], step)
     update: dict[str, Any] = {
         # An insert takes the series and the _id from the filter's equality conditions.
@@ -225,10 +225,13 @@ def push(readings: list[Document], step: Step, sequence: int) -> UpdateOne:
     )
 
 
-def pull(bucket: Any, reading_id: Any) -> UpdateOne:
+def pull(bucket: Any, reading_id: Any) -> Any:
     """Take one reading out of a bucket again (its copy is stale, or the application deleted it)."""
+    from pymongo import UpdateOne
+
     return UpdateOne(
-        {"_id": bucket, "readings._id": reading_id}, {"$pull": {"readings": {"_id": reading_id}}, "$inc": {"count": -1}}
+        {"_id": bucket, "readings._id": reading_id},
+        {"$pull": {"readings": {"_id": reading_id}}, "$inc": {"count": -1}},
     )
 
 
