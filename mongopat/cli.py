@@ -20,13 +20,13 @@ import yaml
 from mongopat import __version__, command
 from mongopat.cli_options import CollectionOption, DbOption, DirOption, migrates, reads_source
 from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError
-from mongopat.migrate.runner import RunOptions
 from mongopat.sources import SourceSpec
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mongopat.analysis.collection import AnalyzeOptions
+    from mongopat.migrate.runner import RunOptions
 
 # Commands import what they use when they run: each command loads only its own modules, and a migration on
 # a dump folder starts without rich's tables, the analysis or pymongo.
@@ -163,10 +163,12 @@ def _check_format(value: str, allowed: tuple[str, ...]) -> None:
 
 def progress_factory(total_hint: Callable[[str], int | None] | None = None):
     """A rich progress bar per collection on stderr, shown only on a terminal and without --quiet."""
+    if State.quiet:  # before rich is loaded: a quiet run never needs it
+        return None, None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     console = State.stderr()
-    if State.quiet or not console.is_terminal:
+    if not console.is_terminal:
         return None, None
     progress = Progress(
         SpinnerColumn(),
@@ -265,8 +267,6 @@ def analyze(
 ) -> None:
     """Sample collections and measure fields, types, arrays, sizes, insert rates, drift, references and indexes."""
     from mongopat.analysis.collection import AnalyzeOptions
-    from mongopat.render.console import print_report
-    from mongopat.render.html import render_html
     from mongopat.report import write_report
 
     apply_output_flags(quiet, verbose)
@@ -282,11 +282,16 @@ def analyze(
         report = analyze_with_progress(spec, collection, options)
         if output:
             write_report(report, output)
+        # Each output loads its own renderer: a JSON run (a CI job, a benchmark) never imports rich's tables.
         if html:
+            from mongopat.render.html import render_html
+
             write_text(html, render_html(report, None, show_values))
         if format == "json":
             emit_json(report)
         elif not State.quiet or not output:
+            from mongopat.render.console import print_report
+
             print_report(report, State.stdout(), verbose=State.verbose)
         if output and not State.quiet:
             State.stderr().print(f"report written to {output}")
@@ -725,6 +730,8 @@ def _run_options(
     max_docs_per_sec: float | None = None,
     max_lag: float | None = None,
 ) -> RunOptions:
+    from mongopat.migrate.runner import RunOptions
+
     options = RunOptions(
         batch_size=batch_size,
         lock_timeout=lock_timeout,

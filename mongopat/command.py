@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mongopat.errors import InputError
-from mongopat.migrate.runner import RunnerBase, RunOptions
 from mongopat.sources import SourceSpec, open_source
 
 if TYPE_CHECKING:
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from mongopat.check.findings import Finding
     from mongopat.draft.build import Draft
     from mongopat.draft.server import SourceStatus
+    from mongopat.migrate.runner import RunnerBase, RunOptions
     from mongopat.sources import Source
 
 # The heavier modules are imported by the commands that use them, so that each command loads only what it

@@ -323,17 +323,20 @@ def _analyze_part(job: tuple[Source, str, AnalyzeOptions, Any]) -> CollectionAna
 
 
 def _analyze_parts(source: Source, name: str, options: AnalyzeOptions, parts: list[Any]) -> CollectionAnalysis:
-    """Read the parts of one file in worker processes and merge their analyses, in file order."""
+    """Read the parts of one file in worker processes and merge their analyses, in file order. This
+    process reads the first part itself while the workers read the others: one process fewer to start and
+    to hold in memory, and none of them waits idle."""
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     # Forked workers share the parent's memory until they write to it; freezing the collector keeps its
     # passes from writing to (and so copying) every inherited object.
     gc.freeze()
-    with ProcessPoolExecutor(max_workers=min(options.workers, len(parts)), mp_context=context) as pool:
-        results = list(pool.map(_analyze_part, [(source, name, options, part) for part in parts]))
-    gc.unfreeze()
-    analysis = results[0]
-    for later in results[1:]:
-        analysis.merge(later)
+    with ProcessPoolExecutor(max_workers=min(options.workers, len(parts)) - 1 or 1, mp_context=context) as pool:
+        later = [pool.submit(_analyze_part, (source, name, options, part)) for part in parts[1:]]
+        gc.unfreeze()
+        analysis = _analyze_part((source, name, options, parts[0]))
+        results = [future.result() for future in later]
+    for result in results:
+        analysis.merge(result)
     return analysis
 
 
