@@ -185,18 +185,21 @@ class BucketSteps:
         """Push readings into the newest bucket of their window that has room, one update per bucket;
         returns, per reading (by :func:`_key` of its ``_id``), the pair (reading ``_id``, bucket ``_id``)."""
         capacity = step.params["max_bucket_size"]
-        windows = {_key(bucket.window_of(doc, step)): bucket.window_of(doc, step) for doc in readings}
+        window_of = {_key(doc["_id"]): bucket.window_of(doc, step) for doc in readings}
+        key_of = {ident: _key(window) for ident, window in window_of.items()}
+        windows = {key_of[ident]: window for ident, window in window_of.items()}
         self._learn_sequences(step, [w for key, w in windows.items() if key not in sequences], sequences)
         placed: dict[Any, tuple[Any, Any]] = {}
         todo = readings
         while todo:
             groups: dict[tuple[bytes, int], list[Document]] = {}
             for doc in todo:
-                known = sequences[_key(bucket.window_of(doc, step))]
+                window = key_of[_key(doc["_id"])]
+                known = sequences[window]
                 if known[1] >= capacity:
                     known[0], known[1] = known[0] + 1, 0
                 known[1] += 1
-                groups.setdefault((_key(bucket.window_of(doc, step)), known[0]), []).append(doc)
+                groups.setdefault((window, known[0]), []).append(doc)
             targets = list(groups.items())
             full: set[int] = set()
             try:
@@ -217,7 +220,7 @@ class BucketSteps:
                         known[0], known[1] = sequence + 1, 0
                     todo.extend(docs)
                     continue
-                series, start = bucket.window_of(docs[0], step)
+                series, start = window_of[_key(docs[0]["_id"])]
                 for doc in docs:
                     placed[_key(doc["_id"])] = (doc["_id"], bucket.bucket_id(series, start, sequence))
         if len(sequences) > _SEQUENCE_CACHE:

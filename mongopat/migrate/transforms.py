@@ -35,7 +35,7 @@ def get_path(document: Document, path: str) -> Any:
     return value
 
 
-def _has(document: Document, path: str) -> bool:
+def has_path(document: Document, path: str) -> bool:
     value: Any = document
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
@@ -44,7 +44,7 @@ def _has(document: Document, path: str) -> bool:
     return True
 
 
-def _set_path(document: Document, path: str, value: Any) -> None:
+def set_path(document: Document, path: str, value: Any) -> None:
     parts = path.split(".")
     target = document
     for part in parts[:-1]:
@@ -54,7 +54,7 @@ def _set_path(document: Document, path: str, value: Any) -> None:
     target[parts[-1]] = value
 
 
-def _pop_path(document: Document, path: str) -> Any:
+def pop_path(document: Document, path: str) -> Any:
     parts = path.split(".")
     target: Any = document
     for part in parts[:-1]:
@@ -65,9 +65,9 @@ def _pop_path(document: Document, path: str) -> Any:
 
 
 def matches_rule(doc: Document, rule: dict[str, Any]) -> bool:
-    if "when_has" in rule and not _has(doc, rule["when_has"]):
+    if "when_has" in rule and not has_path(doc, rule["when_has"]):
         return False
-    return not ("when_missing" in rule and _has(doc, rule["when_missing"]))
+    return not ("when_missing" in rule and has_path(doc, rule["when_missing"]))
 
 
 def hashable_key(value: Any) -> Any:

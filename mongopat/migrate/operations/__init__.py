@@ -51,13 +51,9 @@ OPERATIONS: dict[str, DocumentOperation] = {
 }
 
 
-def operation(name: str) -> DocumentOperation:
-    return OPERATIONS[name]
-
-
 def transform(doc: Document, step: Step, ctx: Context | None = None) -> Result:
     """Apply a document step to a copy of ``doc`` (the input is never modified)."""
     return OPERATIONS[step.name].transform(copy.deepcopy(doc), step, ctx or Context())
 
 
-__all__ = ["OPERATIONS", "STEP_OPERATIONS", "DocumentOperation", "StepOperation", "operation", "transform"]
+__all__ = ["OPERATIONS", "STEP_OPERATIONS", "DocumentOperation", "StepOperation", "transform"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field
-from mongopat.migrate.transforms import Context, Document, Result, _set_path, get_path
+from mongopat.migrate.transforms import Context, Document, Result, get_path, set_path
 
 
 class Operation(AddsFields):
@@ -20,8 +20,8 @@ class Operation(AddsFields):
         name = step.params["field"]
         value = get_path(doc, name)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            _set_path(doc, name, 0)
-        _set_path(doc, f"{name}Factor", step.params["factor"])
+            set_path(doc, name, 0)
+        set_path(doc, f"{name}Factor", step.params["factor"])
         return Result(doc)
 
     def written_fields(self, step: Step) -> set[str]:

@@ -17,7 +17,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mongopat.migrate.transforms import Context, Document, Result, _has, _pop_path, _set_path, get_path
+from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
 
 _MISSING = object()
 
@@ -114,7 +114,7 @@ class AddsFields(DocumentOperation):
         return {self.added(step)[0]: {"$exists": False}}
 
     def is_pending(self, doc: Document, step: Step) -> bool:
-        return not _has(doc, self.added(step)[0])
+        return not has_path(doc, self.added(step)[0])
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         result = copy.deepcopy(current)
@@ -125,10 +125,10 @@ class AddsFields(DocumentOperation):
 
 def restore_field(document: Document, original: Document, path: str) -> None:
     """``path`` in ``document`` as it was in ``original``: its value, or absent."""
-    if _has(original, path):
-        _set_path(document, path, copy.deepcopy(get_path(original, path)))
+    if has_path(original, path):
+        set_path(document, path, copy.deepcopy(get_path(original, path)))
     else:
-        _pop_path(document, path)
+        pop_path(document, path)
 
 
 def check_rules(name: str, params: dict[str, Any]) -> None:

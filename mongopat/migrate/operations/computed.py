@@ -6,7 +6,7 @@ from typing import Any
 
 from mongopat.expressions import ExpressionError, evaluate, parse
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType
-from mongopat.migrate.transforms import Context, Document, Result, _set_path
+from mongopat.migrate.transforms import Context, Document, Result, set_path
 
 
 class Operation(AddsFields):
@@ -18,7 +18,7 @@ class Operation(AddsFields):
     )
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
-        _set_path(doc, step.params["field"], evaluate(parse(step.params["expression"]), doc))
+        set_path(doc, step.params["field"], evaluate(parse(step.params["expression"]), doc))
         return Result(doc)
 
     def check(self, params: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mongopat.migrate.operations.base import LIST, STR, AddsFields, Param, Step, StepType
-from mongopat.migrate.transforms import Context, Document, Result, _has, get_path, hashable_key
+from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, hashable_key
 
 
 class Operation(AddsFields):
@@ -42,4 +42,4 @@ class Operation(AddsFields):
         return {step.params["as"]: {"$exists": False}, step.params["local"]: {"$exists": True}}
 
     def is_pending(self, doc: Document, step: Step) -> bool:
-        return not _has(doc, step.params["as"]) and _has(doc, step.params["local"])
+        return not has_path(doc, step.params["as"]) and has_path(doc, step.params["local"])

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from mongopat.migrate.operations.base import DICT, STR, DocumentOperation, Param, Step, StepError, StepType
-from mongopat.migrate.transforms import Context, Document, Result, _set_path, get_path
+from mongopat.migrate.transforms import Context, Document, Result, get_path, set_path
 
 
 class Operation(DocumentOperation):
@@ -58,7 +58,7 @@ class Operation(DocumentOperation):
                         f"{key_field!r} (choose another key_field, or key_in_value when it holds the key)"
                     )
                 elements.append({key_field: key, **item})
-        _set_path(doc, params["field"], elements)
+        set_path(doc, params["field"], elements)
         return Result(doc)
 
     def check(self, params: dict[str, Any]) -> None:
@@ -106,5 +106,5 @@ def array_to_map(doc: Document, step: Step) -> Document:
             restored[element[key_field]] = element
         else:
             restored[element[key_field]] = {name: item for name, item in element.items() if name != key_field}
-    _set_path(doc, params["field"], restored)
+    set_path(doc, params["field"], restored)
     return doc

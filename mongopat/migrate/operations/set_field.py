@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from mongopat.migrate.operations.base import ANY, STR, DocumentOperation, Param, Step, StepType, restore_field
-from mongopat.migrate.transforms import Context, Document, Result, _has, _set_path, get_path
+from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, set_path
 
 
 class Operation(DocumentOperation):
@@ -18,8 +18,8 @@ class Operation(DocumentOperation):
     )
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
-        if not (step.params["only_missing"] and _has(doc, step.params["field"])):
-            _set_path(doc, step.params["field"], copy.deepcopy(step.params["value"]))
+        if not (step.params["only_missing"] and has_path(doc, step.params["field"])):
+            set_path(doc, step.params["field"], copy.deepcopy(step.params["value"]))
         return Result(doc)
 
     def written_fields(self, step: Step) -> set[str]:
@@ -34,7 +34,7 @@ class Operation(DocumentOperation):
 
     def is_pending(self, doc: Document, step: Step) -> bool:
         field = step.params["field"]
-        if not _has(doc, field):
+        if not has_path(doc, field):
             return True
         return not step.params["only_missing"] and get_path(doc, field) != step.params["value"]
 
@@ -42,6 +42,6 @@ class Operation(DocumentOperation):
         result = copy.deepcopy(current)
         field = step.params["field"]
         # A value the application wrote since is its own: only the value the step set goes back.
-        if _has(result, field) and get_path(result, field) == step.params["value"]:
+        if has_path(result, field) and get_path(result, field) == step.params["value"]:
             restore_field(result, original, field)
         return result
