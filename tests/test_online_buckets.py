@@ -275,3 +275,17 @@ def test_a_crash_between_push_and_delete_is_replayed_without_duplicates(mongo, t
     found = every_reading(db)
     assert sorted(found) == [*range(60)] and all(len(copies) == 1 for copies in found.values())
     assert Runner(db, load_folder(folder)).verify() == {"0001_bucket": []}
+
+
+def test_status_reports_readings_inserted_after_up_and_up_moves_them(mongo, tmp_path):
+    db = mongo.db
+    folder = setup(db, tmp_path, 40)
+    Runner(db, load_folder(folder)).up()
+    rng = random.Random(40)
+    db.readings.insert_many([reading(500 + i, rng) for i in range(4)])
+    [row] = Runner(db, load_folder(folder)).status()
+    assert row["state"] == "applied" and row["pending_documents"] == 4
+    [result] = Runner(db, load_folder(folder)).up()
+    assert result["state"] == "caught-up" and result["read"] == 4
+    assert Runner(db, load_folder(folder)).status()[0]["pending_documents"] == 0
+    assert sorted(every_reading(db)) == [*range(60), 500, 501, 502, 503]
