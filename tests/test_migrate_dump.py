@@ -496,3 +496,20 @@ def test_ctrl_c_during_a_parallel_bucket_migration_prints_one_line(tmp_path):
         assert result.exit_code == 0, result.output
         assert not list(data.glob(".mongopat-spill-*"))
     assert interrupted >= 1
+
+
+def test_verify_finds_outlier_and_subset_elements_lost_from_the_files(tmp_path):
+    """The step modules' own checks of what they wrote: every element kept embedded or moved."""
+    data = make_dump(tmp_path)
+    migrations = write(tmp_path / "m", "0001_o", STEPS["outlier"])
+    make_runner(data, migrations).up()
+    assert make_runner(data, migrations).verify() == {"0001_o": []}
+    overflow = data / f"{STEPS['outlier']['overflow_collection']}.json"
+    lines = overflow.read_bytes().splitlines(keepends=True)
+    page = json_util.loads(lines[0])
+    field = STEPS["outlier"]["field"]
+    page[field] = page[field][1:]  # an element lost from an overflow page
+    lines[0] = json_util.dumps(page).encode() + b"\n"
+    overflow.write_bytes(b"".join(lines))
+    [problem] = make_runner(data, migrations).verify()["0001_o"]
+    assert "kept +" in problem and "moved, expected" in problem

@@ -29,7 +29,7 @@ from mongopat.migrate.bookkeeping import LeaseLock, host_name, new_entry, utcnow
 from mongopat.migrate.dump_buckets import SPILL_PREFIX, BucketSpec, Tally, bucket_file, tally_buckets
 from mongopat.migrate.file_parts import run_parallel
 from mongopat.migrate.gentle import Throttle
-from mongopat.migrate.operations import transform
+from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
 from mongopat.migrate.script import Migration
@@ -649,17 +649,8 @@ class DumpRunner(RunnerBase):
                 total += stats.get("passthrough", 0)
                 if total != before:
                     problems.append(f"{step.collection}: buckets hold {total} readings, the original {before}")
-            if step.name in ("subset", "outlier"):
-                field = step.params["field"]
-                kept_elements = sum(len(d.get(field) or []) for d in after(step.collection))
-                if step.name == "outlier":
-                    moved = sum(len(d.get(field) or []) for d in after(step.params["overflow_collection"]))
-                    if kept_elements + moved != stats.get("elements", 0):
-                        problems.append(
-                            f"{step.collection}.{field}: {kept_elements} kept + {moved} moved, expected {stats.get('elements', 0)}"
-                        )
-                elif self.files.count(step.params["full_collection"]) != stats.get("elements", 0):
-                    problems.append(f"{step.params['full_collection']}: expected {stats.get('elements', 0)} elements")
+            if step.type.kind == "document":
+                problems.extend(OPERATIONS[step.name].verify_files(step, stats, after, self.files.count))
         return problems
 
     # -- down ------------------------------------------------------------------------------------

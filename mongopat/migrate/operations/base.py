@@ -14,6 +14,7 @@ is and reports it). ``side`` holds, per document ``_id``, the documents the step
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -101,6 +102,18 @@ class DocumentOperation(StepOperation):
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         raise NotImplementedError
+
+    def verify_files(
+        self,
+        step: Step,
+        stats: dict[str, Any],
+        documents: Callable[[str], Iterable[Document]],
+        count: Callable[[str], int],
+    ) -> list[str]:
+        """Problems with what the step wrote in a dump folder, beyond the document counts every step gets:
+        ``documents(name)`` reads a collection as the step left it, ``count(name)`` counts one; ``stats``
+        are the step's own figures from the changelog."""
+        return []
 
 
 class AddsFields(DocumentOperation):

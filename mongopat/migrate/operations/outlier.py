@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mongopat.migrate.operations.base import INT, STR, DocumentOperation, Param, Step, StepType, restore_field
@@ -66,3 +67,19 @@ class Operation(DocumentOperation):
         result[field] = embedded[:limit] + moved + embedded[limit:]
         restore_field(result, original, step.params["flag_field"])
         return result
+
+    def verify_files(
+        self,
+        step: Step,
+        stats: dict[str, Any],
+        documents: Callable[[str], Iterable[Document]],
+        count: Callable[[str], int],
+    ) -> list[str]:
+        """Every element is still there: kept embedded or moved to an overflow page."""
+        field = step.params["field"]
+        kept = sum(len(d.get(field) or []) for d in documents(step.collection))
+        moved = sum(len(d.get(field) or []) for d in documents(step.params["overflow_collection"]))
+        expected = stats.get("elements", 0)
+        if kept + moved != expected:
+            return [f"{step.collection}.{field}: {kept} kept + {moved} moved, expected {expected}"]
+        return []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mongopat.migrate.operations.base import DICT, INT, STR, DocumentOperation, Param, Step, StepType, restore_field
@@ -84,3 +84,16 @@ def _sorted(elements: list[Any], spec: dict[str, int]) -> list[Any]:
         return sorted(elements, key=_sort_key(spec), reverse=reverse)
     except TypeError:  # values of mixed types: keep the stored order
         return list(elements)
+
+    def verify_files(
+        self,
+        step: Step,
+        stats: dict[str, Any],
+        documents: Callable[[str], Iterable[Document]],
+        count: Callable[[str], int],
+    ) -> list[str]:
+        """The full list holds every element the documents had."""
+        expected = stats.get("elements", 0)
+        if count(step.params["full_collection"]) != expected:
+            return [f"{step.params['full_collection']}: expected {expected} elements"]
+        return []
