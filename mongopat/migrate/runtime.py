@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import bson
@@ -337,27 +337,50 @@ class Runner(BucketSteps, RunnerBase):
 
     def catch_up(self, migration_id: str, index: int, step: Step, parents: dict[Any, Any], outcome: StepOutcome) -> int:
         """Migrate the documents still in the old shape: written by the application behind the scan, or in
-        the old shape again since. At most ``CATCH_UP_PASSES`` passes over them; a pass that transforms
-        nothing ends it. What is left is counted in ``pending_left``; returns the documents migrated."""
-        operation = OPERATIONS[step.name]
-        where = operation.pending(step)
+        the old shape again since (see :meth:`passes`)."""
+        current = {"parents": parents}
+
+        def new_pass() -> None:
+            if step.name == "tree":  # documents inserted since have parents the first map lacks
+                current["parents"] = self._parents(step)
+
+        def apply(batch: list[Any]) -> tuple[Any, int]:
+            return self._apply_batch(migration_id, index, step, batch, current["parents"], outcome.stats, replay=True)
+
+        return self.passes(
+            migration_id, index, step, outcome, OPERATIONS[step.name].pending(step), "transformed", apply, new_pass
+        )
+
+    def passes(
+        self,
+        migration_id: str,
+        index: int,
+        step: Step,
+        outcome: StepOutcome,
+        where: dict[str, Any],
+        done_stat: str,
+        apply: Callable[[list[Any]], tuple[Any, int]],
+        new_pass: Callable[[], None] | None = None,
+    ) -> int:
+        """Passes over the documents matching ``where`` (the step's pending filter), each batch given to
+        ``apply`` (returns the last ``_id`` and the writes sent): at most ``CATCH_UP_PASSES``, and a pass that
+        migrates nothing (``done_stat`` does not grow) ends them. What is left is counted in ``pending_left``;
+        returns the documents migrated."""
         migrated = 0
         # A pass reads at most what the scan read: behind an application that inserts faster than mongopat
         # migrates, the passes end all the same, and the next up goes on.
         ceiling = self.db[step.collection].estimated_document_count() // self.options.batch_size + 2
         for _pass in range(CATCH_UP_PASSES):
-            if step.name == "tree":
-                parents = self._parents(step)  # documents inserted since have parents the first map lacks
-            before = outcome.stats.get("transformed", 0)
+            if new_pass is not None:
+                new_pass()
+            before = outcome.stats.get(done_stat, 0)
             budget = min(self._budget(step.collection, where), ceiling)
             for batch in self.scan(step.collection, None, False, where, budget):
-                _last, written = self._apply_batch(
-                    migration_id, index, step, batch, parents, outcome.stats, replay=True
-                )
+                last, written = apply(batch)
                 outcome.read += len(batch)
                 outcome.written += written
-                self._checkpoint(migration_id, index, outcome, len(batch), written, _last, None)
-            done = outcome.stats.get("transformed", 0) - before
+                self._checkpoint(migration_id, index, outcome, len(batch), written, last, None)
+            done = outcome.stats.get(done_stat, 0) - before
             migrated += done
             if not done:
                 break

@@ -18,6 +18,7 @@ buckets, inserts readings in either shape, and changes or deletes a reading in b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import bson
@@ -57,6 +58,9 @@ class BucketSteps:
     changelog: Any
     lock: Any
     throttle: Any
+    passes: Callable[..., int]  # the runner's catch-up passes
+    scan: Callable[..., Any]
+    _checkpoint: Callable[..., None]
 
     # -- up --------------------------------------------------------------------------------------
 
@@ -96,26 +100,13 @@ class BucketSteps:
     def _bucket_catch_up(
         self, migration_id: str, index: int, step: Step, outcome: StepOutcome, sequences: dict[Any, list[int]]
     ) -> int:
-        """Readings still pending after the scan (inserted behind it, or whose move lost a race): at most
-        ``CATCH_UP_PASSES`` passes; what is left is counted in ``pending_left``."""
-        name, where = step.collection, bucket.pending(step)
-        moved = 0
-        ceiling = self.db[name].estimated_document_count() // self.options.batch_size + 2
-        for _pass in range(CATCH_UP_PASSES):
-            before = outcome.stats.get("moved", 0)
-            budget = min(self._budget(name, where), ceiling)
-            for batch in self.scan(name, None, False, where, budget):
-                written = self._move_readings(migration_id, index, step, batch, outcome.stats, sequences, True)
-                outcome.read += len(batch)
-                outcome.written += written
-                self._checkpoint(migration_id, index, outcome, len(batch), written, decoded_id(batch[-1]), None)
-            done = outcome.stats.get("moved", 0) - before
-            moved += done
-            if not done:
-                break
-        outcome.stats["caught_up"] = outcome.stats.get("caught_up", 0) + moved
-        outcome.stats["pending_left"] = self.db[name].count_documents(where)
-        return moved
+        """Readings still pending after the scan (inserted behind it, or whose move lost a race)."""
+
+        def apply(batch: list[Any]) -> tuple[Any, int]:
+            written = self._move_readings(migration_id, index, step, batch, outcome.stats, sequences, True)
+            return decoded_id(batch[-1]), written
+
+        return self.passes(migration_id, index, step, outcome, bucket.pending(step), "moved", apply)
 
     def _move_readings(
         self,
