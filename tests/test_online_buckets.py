@@ -14,6 +14,7 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -50,8 +51,18 @@ def reading(ident: int, rng: random.Random) -> dict[str, Any]:
 class ReadingsApplication:
     """Writes readings in both shapes; records every write MongoDB acknowledged."""
 
-    def __init__(self, collection: Any, seed: int) -> None:
+    def __init__(
+        self,
+        collection: Any,
+        seed: int,
+        spec: dict[str, Any] | None = None,
+        make: Callable[[int, random.Random], dict[str, Any]] | None = None,
+        skip: frozenset[Any] = frozenset({999}),
+    ) -> None:
         self.collection = collection
+        self.spec = spec or SPEC
+        self.make = make or reading
+        self.skip = skip  # documents that are not readings (no time): the application leaves them alone
         self.rng = random.Random(seed)
         self.next_id = 10_000 + seed * 1000
         self.counters: dict[Any, int] = {}
@@ -64,7 +75,7 @@ class ReadingsApplication:
     def all_ids(self) -> list[Any]:
         ids = []
         for doc in self.collection.find({}, {"_id": 1, "readings._id": 1}):
-            if doc["_id"] != 999:  # the document without a time is not a reading
+            if "readings" in doc or doc["_id"] not in self.skip:  # bucket _ids are documents
                 ids.extend([r["_id"] for r in doc["readings"]] if "readings" in doc else [doc["_id"]])
         return ids
 
@@ -89,21 +100,20 @@ class ReadingsApplication:
                 self.counters[ident] = self.counters.get(ident, 0) + 1
         elif kind == "insert" or (kind == "push" and not self.new_shape_inserts):
             self.next_id += 1
-            self.collection.insert_one(reading(self.next_id, self.rng))
+            self.collection.insert_one(self.make(self.next_id, self.rng))
             self.inserted.add(self.next_id)
         elif kind == "push":
             # A new reading in the new shape: the application's own upsert into the current bucket.
             self.next_id += 1
-            new = reading(self.next_id, self.rng)
-            start = bucket.window_start(new["ts"], build_step(SPEC))
+            new = self.make(self.next_id, self.rng)
+            series_key, spec = self.spec["series_key"], self.spec
+            start = bucket.window_start(new[spec["time_field"]], build_step(spec))
             self.collection.update_one(
-                {"sensor": new["sensor"], "start": start, "count": {"$lt": SPEC["max_bucket_size"]}},
+                {series_key: new[series_key], "start": start, "count": {"$lt": spec["max_bucket_size"]}},
                 {
-                    "$push": {"readings": {k: v for k, v in new.items() if k != "sensor"}},
+                    "$push": {"readings": {k: v for k, v in new.items() if k != series_key}},
                     "$inc": {"count": 1},
-                    "$min": {"min.v": new["v"]},
-                    "$max": {"max.v": new["v"]},
-                    "$setOnInsert": {"end": start + datetime.timedelta(seconds=SPEC["window_seconds"])},
+                    "$setOnInsert": {"end": start + datetime.timedelta(seconds=spec["window_seconds"])},
                 },
                 upsert=True,
             )
@@ -127,20 +137,22 @@ def setup(db: Any, tmp_path: Any, seed: int) -> Any:
     return folder
 
 
-def every_reading(db: Any) -> dict[Any, list[dict[str, Any]]]:
+def every_reading(
+    db: Any, collection: str = "readings", spec: dict[str, Any] = SPEC
+) -> dict[Any, list[dict[str, Any]]]:
     """Each reading's copies, whichever shape holds them (more than one copy is a duplicate)."""
     found: dict[Any, list[dict[str, Any]]] = {}
-    for doc in db.readings.find():
+    for doc in db[collection].find():
         if "readings" in doc:
             for item in doc["readings"]:
-                found.setdefault(item["_id"], []).append({**item, "sensor": doc["sensor"]})
-        elif "ts" in doc:
+                found.setdefault(item["_id"], []).append({**item, spec["series_key"]: doc[spec["series_key"]]})
+        elif spec["time_field"] in doc:
             found.setdefault(doc["_id"], []).append(doc)
     return found
 
 
-def check_writes_kept(db: Any, app: ReadingsApplication) -> None:
-    found = every_reading(db)
+def check_writes_kept(db: Any, app: ReadingsApplication, collection: str = "readings") -> None:
+    found = every_reading(db, collection, app.spec)
     duplicated = [ident for ident, copies in found.items() if len(copies) > 1]
     assert not duplicated, f"readings held twice: {duplicated}"
     assert not (app.deleted & set(found)), f"deleted readings came back: {sorted(app.deleted & set(found))}"
@@ -148,7 +160,7 @@ def check_writes_kept(db: Any, app: ReadingsApplication) -> None:
     for ident, count in app.counters.items():
         if ident in found:
             assert found[ident][0]["app_counter"] == count, f"lost increments on reading {ident}"
-    for doc in db.readings.find({"readings": {"$type": "array"}}):
+    for doc in db[collection].find({"readings": {"$type": "array"}}):
         assert doc["count"] == len(doc["readings"]), f"bucket {doc['_id']} counts {doc['count']}"
 
 

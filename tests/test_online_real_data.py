@@ -1,0 +1,86 @@
+"""The migration mongopat recommends for real data, run while an application writes: MP101's bucket step
+on weather observations from MongoDB's public sample (tests/fixtures/real), nested documents and all (the
+advice from all 400 observations; the run on the first 120, since mongomock scans a collection per write).
+The application inserts observations in both shapes, counts in both, and deletes in both, before every
+call mongopat makes (the harness of ``test_online``)."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import random
+from pathlib import Path
+from typing import Any
+
+import bson
+import pytest
+from test_online import InterleavingDatabase
+from test_online_buckets import SEEDS, ReadingsApplication, check_writes_kept, every_reading
+
+from mongopat.command import recommend
+from mongopat.migrate.operations import bucket
+from mongopat.migrate.runner import RunOptions
+from mongopat.migrate.runtime import Runner
+from mongopat.migrate.script import load_folder, render
+from mongopat.migrate.steps import build_step
+from mongopat.sources import SourceSpec, open_source
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+ARCHIVE = str(REAL / "sample_weatherdata.archive.gz")
+
+
+def observations() -> list[dict[str, Any]]:
+    with open_source(SourceSpec(dump=ARCHIVE)) as source:
+        return [doc for doc, _size in source.documents("data", None)]
+
+
+def recommended_step() -> dict[str, Any]:
+    from mongopat.command import analyze
+
+    result = recommend(
+        analyze(SourceSpec(dump=ARCHIVE)), str(REAL / "weatherdata.access.yaml"), {"MP101": {"min_documents": 100}}
+    )
+    [advice] = [r for r in result["recommendations"] if r["code"] == "MP101"]
+    # The slice holds one observation per station or so: day-long windows of at most 3 observations make
+    # the application's new observations (of a few stations) fill buckets the run then meets full.
+    return {**advice["migration"], "window_seconds": 86_400, "max_bucket_size": 3}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_real_weather_observations_are_bucketed_and_back_while_the_application_writes(mongo, tmp_path, seed):
+    db = mongo.db
+    originals = observations()[:120]
+    db.data.insert_many(copy.deepcopy(originals))
+    spec = recommended_step()
+    assert (spec["series_key"], spec["time_field"]) == ("st", "ts")
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "0001_bucket.yaml").write_text(render("0001_bucket", "bucket data", [spec], "test"))
+
+    def observation(ident: int, rng: random.Random) -> dict[str, Any]:
+        """A new observation of one of a few stations: a real one again, a little later, under a new _id."""
+        new = copy.deepcopy(rng.choice(originals[:4]))
+        new["_id"], new["ts"] = ident, new["ts"] + datetime.timedelta(minutes=rng.randint(1, 60))
+        return new
+
+    app = ReadingsApplication(db.data, seed, spec=spec, make=observation, skip=frozenset())
+    options = RunOptions(batch_size=40)
+    Runner(InterleavingDatabase(db, app), load_folder(folder), options).up()
+    app.enabled = False
+    Runner(db, load_folder(folder), options).up()
+    assert db.data.count_documents(bucket.pending(build_step(spec))) == 0
+    assert Runner(db, load_folder(folder)).verify() == {"0001_bucket": []}
+    check_writes_kept(db, app, "data")
+    assert max(b["count"] for b in db.data.find(bucket.buckets_filter())) == 3
+    assert len(every_reading(db, "data", spec)) == len(originals) + len(app.inserted) - len(app.deleted)
+
+    app.enabled, app.new_shape_inserts = True, False
+    Runner(InterleavingDatabase(db, app), load_folder(folder), options).down("base")
+    app.enabled = False
+    check_writes_kept(db, app, "data")
+    assert db.data.count_documents(bucket.buckets_filter()) == 0
+    # Observations the application left alone are the very bytes they were.
+    touched = set(app.counters) | app.deleted
+    now = {doc["_id"]: doc for doc in db.data.find()}
+    untouched = [doc for doc in originals if doc["_id"] not in touched]
+    assert untouched and all(bson.encode(now[doc["_id"]]) == bson.encode(doc) for doc in untouched)
