@@ -9,14 +9,21 @@ Grammar::
 
 It is parsed, never evaluated with ``eval``: the tree can be evaluated on a document in Python, or
 rendered as a MongoDB aggregation expression. Paths that go through an array (``items.price``) are
-evaluated per element of that array, and the function folds the per-element values.
+evaluated per element of that array, and the function folds the per-element values. As in MongoDB's
+arithmetic, a Decimal128 operand makes the result a Decimal128 (prices are often stored so), computed in
+decimal, not through binary floats.
 """
 
 from __future__ import annotations
 
+import decimal
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from bson.decimal128 import Decimal128, create_decimal128_context
+
+_DECIMAL128 = create_decimal128_context()
 
 FUNCTIONS = ("sum", "avg", "min", "max", "count")
 _TOKEN = re.compile(r"\s*(?:(?P<number>\d+(?:\.\d+)?)|(?P<path>[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)|(?P<op>[-+*/()]))")
@@ -33,7 +40,7 @@ class Path:
 
 @dataclass(frozen=True)
 class Number:
-    value: float
+    value: int | float
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,7 @@ class _Parser:
         self.position += 1
         kind, text = token
         if kind == "number":
-            return Number(float(text))
+            return Number(int(text) if text.isdigit() else float(text))
         if kind == "path":
             return Path(text)
         if token == ("op", "("):
@@ -157,20 +164,38 @@ def _lookup(document: Any, path: str) -> Any:
     return value
 
 
-def _arith(node: Any, scope: Any) -> float | None:
+def _number(value: Any) -> int | float | decimal.Decimal | None:
+    if isinstance(value, Decimal128):
+        number = value.to_decimal()
+        return number if number.is_finite() else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _decimal(value: int | float | decimal.Decimal) -> decimal.Decimal:
+    # A double meets a decimal as MongoDB converts it: by its shortest decimal representation.
+    return value if isinstance(value, decimal.Decimal) else decimal.Decimal(repr(value))
+
+
+def _arith(node: Any, scope: Any) -> int | float | decimal.Decimal | None:
     if isinstance(node, Number):
         return node.value
     if isinstance(node, Path):
-        value = _lookup(scope, node.path)
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return _number(_lookup(scope, node.path))
     left, right = _arith(node.left, scope), _arith(node.right, scope)
     if left is None or right is None:
         return None
-    if node.op == "+":
+    if isinstance(left, decimal.Decimal) or isinstance(right, decimal.Decimal):
+        with decimal.localcontext(_DECIMAL128):
+            return _operate(node.op, _decimal(left), _decimal(right))
+    return _operate(node.op, left, right)
+
+
+def _operate(op: str, left: Any, right: Any) -> Any:
+    if op == "+":
         return left + right
-    if node.op == "-":
+    if op == "-":
         return left - right
-    if node.op == "*":
+    if op == "*":
         return left * right
     return left / right if right else None
 
@@ -186,7 +211,8 @@ def _strip_prefix(node: Any, prefix: str) -> Any:
 def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     """The value of ``expression`` for ``document`` (None when inputs are missing)."""
     if expression.function is None:
-        return _arith(expression.body, document)
+        value = _arith(expression.body, document)
+        return _fold_decimals(None, [value]) if isinstance(value, decimal.Decimal) else value
     if expression.function == "count" and isinstance(expression.body, Path):
         value = _lookup(document, expression.body.path)
         if isinstance(value, list):
@@ -201,6 +227,8 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     if expression.function == "count":
         return len(elements) if isinstance(elements, list) else sum(v is not None for v in values)
     values = [v for v in values if v is not None]
+    if any(isinstance(v, decimal.Decimal) for v in values):
+        return _fold_decimals(expression.function, [_decimal(v) for v in values])
     if expression.function == "sum":
         return round(sum(values), 10) if values else 0
     if not values:
@@ -208,3 +236,17 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     if expression.function == "avg":
         return sum(values) / len(values)
     return min(values) if expression.function == "min" else max(values)
+
+
+def _fold_decimals(function: str | None, values: list[decimal.Decimal]) -> Decimal128:
+    """sum, avg, min, max (or the single value) in decimal arithmetic, as a Decimal128."""
+    with decimal.localcontext(_DECIMAL128):
+        if function == "avg":
+            result = sum(values) / len(values)
+        elif function == "min":
+            result = min(values)
+        elif function == "max":
+            result = max(values)
+        else:
+            result = sum(values, decimal.Decimal(0))
+        return Decimal128(result)

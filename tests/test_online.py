@@ -19,6 +19,7 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -78,8 +79,16 @@ STEPS: dict[str, dict[str, Any]] = {
 class Application:
     """Random writes to one collection, each recorded only once MongoDB acknowledged it."""
 
-    def __init__(self, collection: Any, seed: int) -> None:
+    def __init__(
+        self,
+        collection: Any,
+        seed: int,
+        make: Callable[[int, random.Random], dict[str, Any]] | None = None,
+        element: Callable[[random.Random], dict[str, Any]] | None = None,
+    ) -> None:
         self.collection = collection
+        self.make = make or order  # a new document in the old shape
+        self.element = element or (lambda rng: {"sku": f"app{rng.randint(0, 10**6)}", "price": 1, "qty": 1})
         self.rng = random.Random(seed)
         self.next_id = 10_000 + seed * 1000
         self.counters: dict[Any, int] = {}
@@ -114,14 +123,14 @@ class Application:
             if self.collection.update_one({"_id": ident}, {"$set": {"status": status}}).matched_count:
                 self.statuses[ident] = status
         elif kind == "push":
-            element = {"sku": f"app{self.rng.randint(0, 10**6)}", "price": 1, "qty": 1}
+            element = self.element(self.rng)
             if self.collection.update_one(
                 {"_id": ident, "items": {"$type": "array"}}, {"$push": {"items": element}}
             ).matched_count:
                 self.pushed.setdefault(ident, []).append(element)
         elif kind == "insert":
             self.next_id += 1
-            self.collection.insert_one(order(self.next_id, self.rng))
+            self.collection.insert_one(self.make(self.next_id, self.rng))
             self.inserted.add(self.next_id)
         elif kind == "delete" and self.rng.random() < 0.5 and self.collection.delete_one({"_id": ident}).deleted_count:
             self.deleted.add(ident)
@@ -188,7 +197,7 @@ def elements(db: Any, step: Any, doc: dict[str, Any]) -> list[Any]:
 
 
 def check_writes_kept(db: Any, app: Application, step: Any) -> None:
-    documents = {d["_id"]: d for d in db.orders.find()}
+    documents = {d["_id"]: d for d in db[app.collection.name].find()}
     assert not (app.deleted & set(documents)), "a deleted document came back"
     assert app.inserted - app.deleted <= set(documents), "an inserted document is missing"
     for ident, count in app.counters.items():

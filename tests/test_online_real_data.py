@@ -14,11 +14,13 @@ from typing import Any
 
 import bson
 import pytest
-from test_online import InterleavingDatabase
+from bson import Decimal128
+from test_online import Application, InterleavingDatabase
+from test_online import check_writes_kept as check_kept
 from test_online_buckets import SEEDS, ReadingsApplication, check_writes_kept, every_reading
 
-from mongopat.command import recommend
-from mongopat.migrate.operations import bucket
+from mongopat.command import analyze, recommend
+from mongopat.migrate.operations import OPERATIONS, bucket, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.runtime import Runner
 from mongopat.migrate.script import load_folder, render
@@ -29,14 +31,16 @@ REAL = Path(__file__).parent / "fixtures" / "real"
 ARCHIVE = str(REAL / "sample_weatherdata.archive.gz")
 
 
+def documents(archive: str, collection: str) -> list[dict[str, Any]]:
+    with open_source(SourceSpec(dump=str(REAL / archive))) as source:
+        return [doc for doc, _size in source.documents(collection, None)]
+
+
 def observations() -> list[dict[str, Any]]:
-    with open_source(SourceSpec(dump=ARCHIVE)) as source:
-        return [doc for doc, _size in source.documents("data", None)]
+    return documents("sample_weatherdata.archive.gz", "data")
 
 
 def recommended_step() -> dict[str, Any]:
-    from mongopat.command import analyze
-
     result = recommend(
         analyze(SourceSpec(dump=ARCHIVE)), str(REAL / "weatherdata.access.yaml"), {"MP101": {"min_documents": 100}}
     )
@@ -82,5 +86,54 @@ def test_real_weather_observations_are_bucketed_and_back_while_the_application_w
     # Observations the application left alone are the very bytes they were.
     touched = set(app.counters) | app.deleted
     now = {doc["_id"]: doc for doc in db.data.find()}
+    untouched = [doc for doc in originals if doc["_id"] not in touched]
+    assert untouched and all(bson.encode(now[doc["_id"]]) == bson.encode(doc) for doc in untouched)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_real_sales_get_their_total_while_the_application_writes(mongo, tmp_path, seed):
+    """MP104's computed total on real sales (Decimal128 prices, quantities), while the application counts,
+    sets statuses, pushes items, inserts and deletes; then rolled back, untouched sales byte for byte."""
+    db = mongo.db
+    originals = documents("sample_supplies.archive.gz", "sales")[:120]
+    db.sales.insert_many(copy.deepcopy(originals))
+    result = recommend(
+        analyze(SourceSpec(dump=str(REAL / "sample_supplies.archive.gz"))), str(REAL / "supplies.access.yaml")
+    )
+    [spec] = [r["migration"] for r in result["recommendations"] if r["code"] == "MP104"]
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "0001_total.yaml").write_text(render("0001_total", "sale totals", [spec], "test"))
+
+    def sale(ident: int, rng: random.Random) -> dict[str, Any]:
+        new = copy.deepcopy(rng.choice(originals))
+        new["_id"] = ident
+        return new
+
+    def item(rng: random.Random) -> dict[str, Any]:
+        return {"name": f"app{rng.randint(0, 10**6)}", "price": Decimal128("1.50"), "quantity": 2}
+
+    app = Application(db.sales, seed, make=sale, element=item)
+    options = RunOptions(batch_size=17)
+    Runner(InterleavingDatabase(db, app), load_folder(folder), options).up()
+    app.enabled = False
+    Runner(db, load_folder(folder), options).up()
+    step = build_step(spec)
+    assert db.sales.count_documents(OPERATIONS["computed"].pending(step)) == 0
+    assert Runner(db, load_folder(folder)).verify() == {"0001_total": []}
+    check_kept(db, app, step)
+    # The total of the items: exact in decimal, as the prices are. A sale the application pushed an item
+    # into after its total was stored is the application's to keep up to date (the computed pattern).
+    for doc in db.sales.find({"_id": {"$nin": list(app.pushed)}}):
+        assert doc["total"] == transform(doc, step).document["total"]
+        assert isinstance(doc["total"], Decimal128) and doc["total"].to_decimal() > 0
+
+    app.enabled = True
+    Runner(InterleavingDatabase(db, app), load_folder(folder), options).down("base")
+    app.enabled = False
+    check_kept(db, app, step)
+    assert db.sales.count_documents({"total": {"$exists": True}}) == 0
+    touched = set(app.counters) | set(app.statuses) | set(app.pushed) | app.deleted
+    now = {doc["_id"]: doc for doc in db.sales.find()}
     untouched = [doc for doc in originals if doc["_id"] not in touched]
     assert untouched and all(bson.encode(now[doc["_id"]]) == bson.encode(doc) for doc in untouched)

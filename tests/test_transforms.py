@@ -37,6 +37,23 @@ def test_computed():
     assert run({"_id": 2, "a": 3, "b": 4}, "computed", field="c", expression="a * b + 1").document["c"] == 13
 
 
+def test_computed_on_decimal_prices_is_decimal_as_in_mongodb():
+    """Real sales keep prices as Decimal128: the total is a Decimal128 computed in decimal (it was 0)."""
+    from bson import Decimal128
+
+    items = [{"price": Decimal128("57.55"), "quantity": 2}, {"price": Decimal128("0.10"), "quantity": 3}]
+    total = run({"_id": 1, "items": items}, "computed", field="t", expression="sum(items.price * items.quantity)")
+    assert total.document["t"] == Decimal128("115.40")
+    mixed = [{"price": Decimal128("1.25"), "quantity": 2}, {"price": 0.1, "quantity": 1}]  # a double meets a decimal
+    assert run(
+        {"_id": 2, "items": mixed}, "computed", field="t", expression="sum(items.price * items.quantity)"
+    ).document["t"] == Decimal128("2.60")
+    assert run({"_id": 3, "a": Decimal128("1.25")}, "computed", field="t", expression="a * 2").document[
+        "t"
+    ] == Decimal128("2.50")
+    assert run({"_id": 4, "a": Decimal128("NaN")}, "computed", field="t", expression="a * 2").document["t"] is None
+
+
 def test_attribute():
     result = run({"_id": 1, "name": "p", "ram": 16, "cpu": "M3"}, "attribute", fields=["ram", "cpu", "gpu"])
     assert result.document == {"_id": 1, "name": "p", "attributes": [{"k": "ram", "v": 16}, {"k": "cpu", "v": "M3"}]}
