@@ -456,3 +456,32 @@ def test_the_run_says_what_the_application_cost_it(mongo, tmp_path):
     [result] = Runner(RaceBeforeWrite(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
     assert "step 1 (computed): 1 write(s) lost a race with the application and were redone" in result["notes"]
     assert db.orders.find_one({"_id": 3})["status"] == "paid" and "total" in db.orders.find_one({"_id": 3})
+
+
+@pytest.mark.parametrize("name", ["outlier", "subset"])
+def test_down_merges_back_documents_the_application_wrote_in_the_new_shape(mongo, tmp_path, name):
+    """After up, a new application writes a document in the new shape, its tail in the side collection: down
+    drops that collection, so it must first merge the tail back, as for a document it changed."""
+    db = mongo.db
+    step, folder = setup(db, tmp_path, name, 16)
+    Runner(db, load_folder(folder)).up()
+    items = [{"sku": f"new{i}", "price": i, "qty": 1} for i in range(7)]
+    side = db[step.created_collections()[0]]
+    if name == "outlier":
+        db.orders.insert_one({"_id": 900, "status": "new", "items": items[:3], "has_overflow": True})
+        side.insert_many(
+            [{"_id": {"parent": 900, "page": 1}, "parentId": 900, "page": 1, "items": items[3:6]},
+             {"_id": {"parent": 900, "page": 2}, "parentId": 900, "page": 2, "items": items[6:]}]
+        )  # fmt: skip
+    else:
+        db.orders.insert_one({"_id": 900, "status": "new", "items": items[:3], "itemsCount": 7})
+        side.insert_many(
+            [{"_id": {"parent": 900, "index": i}, "parentId": 900, "index": i, **item} for i, item in enumerate(items)]
+        )
+    db.orders.insert_one({"_id": 901, "status": "new", "items": items[:2], "itemsCount": 2, "has_overflow": False})
+    Runner(db, load_folder(folder)).down("base")
+    assert db.orders.find_one({"_id": 900}) == {"_id": 900, "status": "new", "items": items}
+    # A document without elements in the side collection keeps fields of the same names: they are its own.
+    assert db.orders.find_one({"_id": 901})["items"] == items[:2]
+    assert {"itemsCount", "has_overflow"} <= set(db.orders.find_one({"_id": 901}))
+    assert step.created_collections()[0] not in db.list_collection_names()

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import bson
+from bson.binary import Binary
 from pymongo import ASCENDING, ReplaceOne
 from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
@@ -777,6 +778,8 @@ class Runner(BucketSteps, RunnerBase):
                     self.lock.renew()
             if chunk:
                 unresolved.extend(self._revert_documents(step, chunk, state))
+            if step.name in ("subset", "outlier"):
+                unresolved.extend(self._revert_new_shape(migration_id, index, step, unresolved))
             for created in step.created_collections():
                 db[created].drop()
             if step.name in ("attribute", "map_to_array") and step.params.get("index"):
@@ -821,6 +824,36 @@ class Runner(BucketSteps, RunnerBase):
             existing = set(db.list_collection_names())
             if step.params["to"] in existing and name not in existing:
                 db[step.params["to"]].rename(name)
+
+    def _revert_new_shape(self, migration_id: str, index: int, step: Step, skip: list[Any]) -> list[Any]:
+        """Documents the application wrote in the new shape after ``up`` (no backup: their elements are in
+        the side collection ``down`` is about to drop) are merged back by the step's inverse, as a changed
+        document is; returns the _ids it could not."""
+        marker = step.params["flag_field"] if step.name == "outlier" else f"{step.params['field']}Count"
+        side = self.db[step.created_collections()[0]]
+        unresolved: list[Any] = []
+        query = {marker: {"$exists": True}, **({"_id": {"$nin": skip}} if skip else {})}
+        for batch in self.scan(step.collection, None, False, query):
+            documents = [decoded(raw) for raw in batch]
+            parents = {
+                hashable_key(i) for i in side.distinct("parentId", {"parentId": {"$in": [d["_id"] for d in documents]}})
+            }
+            # Only documents with elements in the side collection: a field of the same name that a document
+            # had before up is not the step's.
+            chunk = [
+                {
+                    "_id": backup_id(migration_id, index, step.collection, doc["_id"]),
+                    # As if up had transformed it from this document without the marker, and it changed since.
+                    "raw": Binary(bson.encode({k: v for k, v in doc.items() if k != marker})),
+                    "after": Binary(b""),
+                }
+                for doc in documents
+                if hashable_key(doc["_id"]) in parents
+            ]
+            if chunk:
+                unresolved.extend(self._revert_documents(step, chunk, {}))
+            self.lock.renew()
+        return unresolved
 
     def _revert_documents(self, step: Step, backups: list[dict[str, Any]], state: dict[str, Any]) -> list[Any]:
         """Put a chunk of documents back in the old shape; returns the _ids it could not.
