@@ -91,3 +91,27 @@ def test_unhashable_values_are_skipped_not_fatal():
     counter = DistinctCounter()
     counter.add_many([1, {"a": 1}, 2])
     assert counter.estimate() == 2 and counter.unhashable == 1
+
+
+def test_distinct_limit_below_the_top_values_limit_keeps_a_true_sample():
+    """With --distinct-limit under 200 the counts outlive the exact set: when they are dropped, only values
+    of the current sample join it."""
+    from mongopat.analysis.sketches import DistinctCounter
+
+    counter = DistinctCounter(limit=100, top_limit=200)
+    for start in range(0, 5000, 50):
+        counter.add_many(list(range(start, start + 50)))
+    assert counter.level > 0 and all(counter.passes_filter(v) for v in counter.values)
+    assert 5000 * 0.6 < counter.estimate() < 5000 * 1.4
+
+
+@pytest.mark.parametrize("step", [1, 2, 1000])
+def test_consecutive_integers_are_sampled_uniformly(step):
+    """Counters and sequence numbers: their estimate keeps the standard error of random values."""
+    from mongopat.analysis.sketches import DistinctCounter
+
+    counter = DistinctCounter(limit=1000)
+    values = list(range(0, 50_000 * step, step))
+    for start in range(0, len(values), 1000):
+        counter.add_many(values[start : start + 1000])
+    assert abs(counter.estimate() - 50_000) < 0.15 * 50_000  # about three standard errors

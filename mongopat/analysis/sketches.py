@@ -10,7 +10,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from itertools import compress
-from operator import not_
 
 from bson import Decimal128
 
@@ -169,20 +168,24 @@ def _tidy(value: float | None) -> float | int | None:
     return round(value, 2)
 
 
-def _mask(level: int) -> int:
-    return (1 << level) - 1
+_MASK64 = (1 << 64) - 1
+
+
+def _threshold(level: int) -> int:
+    return 1 << (64 - level)
 
 
 def _spread(value: object) -> int:
-    # The hash of a 1-tuple mixes the value's hash through every bit (CPython's tuple hash), so its low
-    # bits sample small ints, whose own hash is the int itself, as uniformly as strings.
-    return hash((value,))
+    # The hash of a 1-tuple multiplies the value's hash through (CPython's tuple hash), so its high bits
+    # depend on all of the value's: small ints, whose own hash is the int itself, sample as uniformly as
+    # strings. (Its low bits do not: consecutive ints kept on them were over-counted by up to 40%.)
+    return hash((value,)) & _MASK64
 
 
 def _sampled(values: list[object], level: int) -> Iterable[object]:
-    """The values whose spread hash has its lowest ``level`` bits at zero, filtered at C speed (``zip``
-    makes the 1-tuples without a Python call per value)."""
-    return compress(values, map(not_, map(_mask(level).__and__, map(hash, zip(values)))))
+    """The values whose spread hash has its top ``level`` bits at zero, filtered at C speed (``zip`` makes
+    the 1-tuples without a Python call per value)."""
+    return compress(values, map(_threshold(level).__gt__, map(_MASK64.__and__, map(hash, zip(values)))))
 
 
 class HashableDecimal128(Decimal128):
@@ -198,7 +201,7 @@ class HashableDecimal128(Decimal128):
 class DistinctCounter:
     """Distinct values of a field: exact up to ``limit`` values, estimated past it.
 
-    Past the limit it keeps only values whose spread hash has its lowest ``level`` bits at zero (adaptive
+    Past the limit it keeps only values whose spread hash has its top ``level`` bits at zero (adaptive
     sampling): the kept set is a uniform 1/2**level sample of the distinct values, so the estimate is
     ``len(kept) * 2**level`` (standard error about 1/sqrt(limit/2)), and membership is still exact for any
     value whose hash passes the same filter, which references between collections rely on.
@@ -247,8 +250,9 @@ class DistinctCounter:
             if len(self.counts) <= self.top_limit and self._deferred:
                 return  # the counts hold every value: the set is filled from them when needed
             if len(self.counts) > self.top_limit:
-                self._values.update(list(self.counts))  # what the set has not been given yet, in order
+                seen = list(self.counts)  # every value so far, in first-seen order: what the set may lack
                 self.counts = None
+                self._values.update(_sampled(seen, self.level) if self.level else seen)
                 if len(self._values) > self.limit:
                     self._raise_level()
                 return
@@ -308,7 +312,7 @@ class DistinctCounter:
 
     def passes_filter(self, value: object) -> bool:
         """True when membership of ``value`` can be decided exactly from the kept values."""
-        return self.level == 0 or not _spread(value) & _mask(self.level)
+        return self.level == 0 or _spread(value) < _threshold(self.level)
 
     def __contains__(self, value: object) -> bool:
         return value in self.values
