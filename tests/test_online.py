@@ -265,12 +265,10 @@ def test_no_application_write_is_lost_during_up_and_down(mongo, tmp_path, name, 
     run_online(mongo.db, tmp_path, name, seed)
 
 
-def test_a_writer_thread_during_up_and_down(mongo, tmp_path):
-    """A real second thread writing while mongopat runs (mongomock is not thread-safe: both sides take the
-    application's lock around each call, so writes interleave between calls, not inside one)."""
-    db = mongo.db
-    step, folder = setup(db, tmp_path, "computed", 9)
-    app = Application(db.orders, 9)
+def with_writer_thread(app: Any, action: Callable[[], Any]) -> None:
+    """Run ``action`` while a second thread keeps writing through ``app`` (mongomock is not thread-safe:
+    both sides hold the application's lock around each call, so writes interleave between mongopat's
+    calls, not inside one)."""
     stop = threading.Event()
 
     def writer() -> None:
@@ -281,15 +279,27 @@ def test_a_writer_thread_during_up_and_down(mongo, tmp_path):
     thread = threading.Thread(target=writer)
     thread.start()
     try:
-        guarded = InterleavingDatabase(db, app)
-        Runner(guarded, load_folder(folder), RunOptions(batch_size=5)).up()
+        action()
     finally:
         stop.set()
         thread.join()
+
+
+def test_a_writer_thread_during_up_and_down(mongo, tmp_path):
+    db = mongo.db
+    step, folder = setup(db, tmp_path, "computed", 9)
+    app = Application(db.orders, 9)
+    guarded = InterleavingDatabase(db, app)
+    with_writer_thread(app, lambda: Runner(guarded, load_folder(folder), RunOptions(batch_size=5)).up())
     app.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
     assert db.orders.count_documents({"total": {"$exists": False}}) == 0
     check_writes_kept(db, app, step)
+    app.enabled = True
+    with_writer_thread(app, lambda: Runner(guarded, load_folder(folder), RunOptions(batch_size=5)).down("base"))
+    app.enabled = False
+    check_writes_kept(db, app, step)
+    assert db.orders.count_documents({"total": {"$exists": True}}) == 0
 
 
 def test_down_keeps_a_change_and_restores_an_untouched_document_byte_for_byte(mongo, tmp_path):

@@ -13,12 +13,11 @@ import datetime
 import os
 import random
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from test_online import Crash, InterleavingDatabase, up_with_crashes
+from test_online import Crash, InterleavingDatabase, up_with_crashes, with_writer_thread
 
 from mongopat.migrate.operations import bucket
 from mongopat.migrate.runner import RunOptions
@@ -221,29 +220,20 @@ def test_crashes_while_the_application_writes_then_resume(mongo, tmp_path):
 
 
 def test_a_writer_thread_during_up_and_down(mongo, tmp_path):
-    """A second thread writing (mongomock is not thread-safe: both sides hold the application's lock around
-    each call, so writes interleave between mongopat's calls, not inside one)."""
     db = mongo.db
     folder = setup(db, tmp_path, 9)
     app = ReadingsApplication(db.readings, 9)
-    stop = threading.Event()
-
-    def writer() -> None:
-        while not stop.is_set():
-            app.act()
-            time.sleep(0.001)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        Runner(InterleavingDatabase(db, app), load_folder(folder), RunOptions(batch_size=5)).up()
-    finally:
-        stop.set()
-        thread.join()
+    guarded = InterleavingDatabase(db, app)
+    with_writer_thread(app, lambda: Runner(guarded, load_folder(folder), RunOptions(batch_size=5)).up())
     app.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
     check_writes_kept(db, app)
     assert db.readings.count_documents(bucket.pending(build_step(SPEC))) == 0
+    app.enabled, app.new_shape_inserts = True, False
+    with_writer_thread(app, lambda: Runner(guarded, load_folder(folder), RunOptions(batch_size=5)).down("base"))
+    app.enabled = False
+    check_writes_kept(db, app)
+    assert db.readings.count_documents(bucket.buckets_filter()) == 0
 
 
 class CrashBeforeDelete:
