@@ -12,12 +12,11 @@ from __future__ import annotations
 import datetime
 import os
 import random
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from test_online import Crash, InterleavingDatabase, up_with_crashes, with_writer_thread
+from test_online import Application, Crash, InterleavingDatabase, up_with_crashes, with_writer_thread
 
 from mongopat.migrate.operations import bucket
 from mongopat.migrate.runner import RunOptions
@@ -47,8 +46,9 @@ def reading(ident: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
-class ReadingsApplication:
-    """Writes readings in both shapes; records every write MongoDB acknowledged."""
+class ReadingsApplication(Application):
+    """Writes readings in both shapes; records every write MongoDB acknowledged (its recording, lock and
+    ``act`` are :class:`test_online.Application`'s)."""
 
     def __init__(
         self,
@@ -58,18 +58,10 @@ class ReadingsApplication:
         make: Callable[[int, random.Random], dict[str, Any]] | None = None,
         skip: frozenset[Any] = frozenset({999}),
     ) -> None:
-        self.collection = collection
+        super().__init__(collection, seed, make=make or reading)
         self.spec = spec or SPEC
-        self.make = make or reading
         self.skip = skip  # documents that are not readings (no time): the application leaves them alone
-        self.rng = random.Random(seed)
-        self.next_id = 10_000 + seed * 1000
-        self.counters: dict[Any, int] = {}
-        self.deleted: set[Any] = set()
-        self.inserted: set[Any] = set()
         self.new_shape_inserts = True
-        self.enabled = True
-        self.lock = threading.RLock()
 
     def all_ids(self) -> list[Any]:
         ids = []
@@ -77,13 +69,6 @@ class ReadingsApplication:
             if "readings" in doc or doc["_id"] not in self.skip:  # bucket _ids are documents
                 ids.extend([r["_id"] for r in doc["readings"]] if "readings" in doc else [doc["_id"]])
         return ids
-
-    def act(self) -> None:
-        if not self.enabled:
-            return
-        with self.lock:
-            for _ in range(self.rng.randint(1, 3)):
-                self._one()
 
     def _one(self) -> None:
         kind = self.rng.choice(("inc", "inc", "insert", "push", "delete"))
