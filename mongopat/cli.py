@@ -673,9 +673,27 @@ def migrate_plan(
             console.print("nothing to plan", markup=False)
         elif not dry_run:
             console.print(f"review the files, commit them, then: mongopat migrate up --dir {dir}", markup=False)
+        if files:
+            console.print(guide_hint(from_, dir), markup=False)
         return 1 if refused else 0
 
     run(body)
+
+
+def guide_hint(recommendations_path: str, folder: str) -> str:
+    """The command that shows what the application must change for the planned migrations."""
+    try:
+        with open(recommendations_path, encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except (OSError, ValueError):
+        saved = {}
+    access = saved.get("access_file") if isinstance(saved, dict) else None
+    source = (saved.get("source") or {}) if isinstance(saved, dict) else {}
+    where = f"--dump {source['location']}" if source.get("kind") == "dump" and source.get("location") else "--uri ..."
+    return (
+        "what the application must change (reads and writes rewritten): "
+        f"mongopat migrate guide --dir {folder} --access {access or 'access.yaml'} {where}"
+    )
 
 
 @migrate_app.command(
@@ -989,6 +1007,93 @@ def migrate_verify(
         return 1 if any(results.values()) else 0
 
     run(body, target.uri)
+
+
+@migrate_app.command(
+    "guide",
+    epilog=(
+        "Examples:\n\n  mongopat migrate guide --dump ./export --access access.yaml\n\n"
+        "  mongopat migrate guide 0003_bucket_readings --report report.json --access access.yaml -f json\n\n"
+        "  mongopat migrate guide --all --report report.json --access access.yaml -o GUIDE.md\n\n"
+        "  mongopat migrate guide --check --dump ./export --access access.yaml"
+    ),
+)
+@reads_source()
+def migrate_guide(
+    source: SourceSpec,
+    ids: Annotated[list[str] | None, typer.Argument(help="Migration ids; default: the pending ones.")] = None,
+    dir: DirOption = "migrations",
+    access: Annotated[
+        str, typer.Option("--access", "-a", help="The access-pattern file: what the application does.")
+    ] = "",
+    report: Annotated[str | None, typer.Option("--report", help="A saved report instead of a source.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every migration, applied ones too.")] = False,
+    format: Annotated[str, typer.Option("--format", "-f", help="markdown or json.")] = "markdown",
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Write the guide to this file instead of stdout.")
+    ] = None,
+    check_: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="Prove the guide on a dump folder migrated by 'migrate up --dump': exit 1 on a difference."
+        ),
+    ] = False,
+    samples: Annotated[int, typer.Option("--samples", help="--check: documents sampled per read.", min=1)] = 5,
+    quiet: QuietOption = False,
+) -> None:
+    """What the application must change: every read and write of the access file rewritten for the new shape."""
+    apply_output_flags(quiet, False)
+
+    def body() -> int:
+        _check_format(format, ("markdown", "json"))
+        if not access:
+            raise MongopatError("--access is required: the guide rewrites the reads and writes it declares")
+        if check_:
+            result = command.migrate_guide_check(source, dir, access, ids, samples)
+            if format == "json":
+                emit_json(result)
+            else:
+                print_guide_check(result, State.stdout())
+            return 0 if result["ok"] else 1
+        progress, start = progress_factory()
+        if progress is None:
+            document = command.migrate_guide(dir, access, source, report, ids, every)
+        else:
+            with progress:
+                document = command.migrate_guide(dir, access, source, report, ids, every, start)
+        if format == "json":
+            text = json.dumps(document, indent=2, ensure_ascii=False, default=_json_default) + "\n"
+        else:
+            from mongopat.render.guide import guide_markdown
+
+            text = guide_markdown(document)
+            console = State.stdout()
+            if not output and console.is_terminal:
+                from rich.markdown import Markdown
+
+                console.print(Markdown(text))
+                return 0
+        if output:
+            write_text(output, text)
+        else:
+            sys.stdout.write(text)
+        return 0
+
+    run(body, source.uri)
+
+
+def print_guide_check(result: dict[str, Any], console: Console) -> None:
+    for migration in result["migrations"]:
+        figures = (
+            f"{migration['reads_compared']} reads compared ({migration['documents_compared']} documents), "
+            f"{migration['writes_applied']} writes applied"
+        )
+        state = "ok" if not migration["differences"] else f"{len(migration['differences'])} difference(s)"
+        console.print(f"{migration['id']}: {state}: {figures}", markup=False)
+        for difference in migration["differences"]:
+            console.print(f"  {difference['kind']} {difference['name']}: {difference['message']}", markup=False)
+    if not result["migrations"]:
+        console.print("no applied migration to check", markup=False)
 
 
 def print_draft_summary(draft, console: Console) -> None:

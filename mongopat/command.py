@@ -303,6 +303,115 @@ def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = Non
     return _migrations(spec, folder, "verify", migration_id)
 
 
+def _guided(folder: str, access_path: str, report: dict[str, Any] | None) -> tuple[list[Any], list[Any]]:
+    """Every migration of ``folder`` and its guide, each one's "before" the reads as the earlier ones left them."""
+    from mongopat.access.loader import load_access_file
+    from mongopat.guide.build import build_guides
+    from mongopat.migrate.script import load_folder
+
+    if not Path(folder).is_dir():
+        raise InputError(f"no migrations folder {folder}", hint="give --dir, or plan migrations with 'migrate plan'")
+    migrations = load_folder(folder)
+    known = [c["name"] for c in report["collections"]] if report else None
+    access = load_access_file(access_path, known)
+    return migrations, build_guides(migrations, access, report)
+
+
+def _chosen(migrations: list[Any], ids: list[str] | None, states: dict[str, str] | None, wanted: str) -> list[str]:
+    """The ids asked for (each must exist), else those whose state is (or is not, for "pending") ``wanted``."""
+    known = [m.id for m in migrations]
+    if ids:
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise InputError(f"unknown migration(s) {', '.join(unknown)}", hint=f"known: {', '.join(known) or 'none'}")
+        return list(ids)
+    if states is None:
+        return known
+    if wanted == "pending":
+        return [i for i in known if states.get(i) != "applied"]
+    return [i for i in known if states.get(i) == wanted]
+
+
+def migrate_guide(
+    folder: str,
+    access_path: str,
+    spec: SourceSpec | None = None,
+    report_path: str | None = None,
+    ids: list[str] | None = None,
+    every: bool = False,
+    progress: ProgressFactory | None = None,
+) -> dict[str, Any]:
+    """What the application must change for each migration (default: the pending ones): its reads and
+    writes before and after, their cost, the order of deploys and the indexes; ``guide_version`` 1."""
+    from mongopat.guide.output import guide_document
+    from mongopat.report import load_report
+
+    has_source = spec is not None and bool(spec.uri or spec.dump)
+    if report_path and has_source:
+        raise InputError("give either --report or a source (--uri/--dump), not both")
+    notes: list[str] = []
+    report = load_report(report_path) if report_path else None
+    if has_source:
+        assert spec is not None
+        report = analyze(spec, progress=progress)
+    if report is None:
+        notes.append("no analysis (--report or --uri/--dump): documents examined are unknown")
+    migrations, guides = _guided(folder, access_path, report)
+    states = None
+    if has_source and not every and not ids:
+        assert spec is not None
+        states = {row["id"]: row["state"] for row in migrate_status(spec, folder)}
+    elif not every and not ids:
+        notes.append("no target to tell applied migrations from pending ones: every migration is described")
+    chosen = set(_chosen(migrations, ids, states, "pending"))
+    return guide_document([g for g in guides if g.migration.id in chosen], notes)
+
+
+def migrate_guide_check(
+    spec: SourceSpec,
+    folder: str,
+    access_path: str,
+    ids: list[str] | None = None,
+    samples: int = 5,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Prove each applied migration's guide on a dump folder's own data: today's reads on the backups
+    ``migrate up --dump`` keeps, the rewritten ones on the migrated files, and the writes on both."""
+    from mongopat.guide import GUIDE_VERSION
+    from mongopat.guide.dump_check import check_migration
+
+    if not spec.dump or spec.uri:
+        raise InputError("--check runs on a dump folder: give --dump (the folder 'migrate up --dump' migrated)")
+    runner = _dump_runner(spec, folder)
+    migrations, guides = _guided(folder, access_path, None)
+    states = {row["id"]: row["state"] for row in runner.status()}
+    chosen = _chosen(migrations, ids, states, "applied")
+    if not chosen:
+        raise InputError(f"no migration applied to {spec.dump} to check", hint="run 'migrate up --dump' first")
+    not_applied = [i for i in chosen if states.get(i) != "applied"]
+    if not_applied:
+        raise InputError(f"not applied to {spec.dump}: {', '.join(not_applied)}", hint="run 'migrate up --dump' first")
+    checked = []
+    for guide in guides:
+        if guide.migration.id not in chosen:
+            continue
+        result = check_migration(runner, guide, samples, seed)  # type: ignore[arg-type]
+        checked.append(
+            {
+                "id": guide.migration.id,
+                "reads_compared": result.reads_compared,
+                "documents_compared": result.documents_compared,
+                "writes_applied": result.writes_applied,
+                "differences": [
+                    {"kind": d.kind, "name": d.name, "message": d.message, "parameters": d.parameters}
+                    for d in result.differences or []
+                ],
+                "skipped": result.skipped,
+            }
+        )
+    return {"guide_version": GUIDE_VERSION, "ok": not any(c["differences"] for c in checked), "migrations": checked}
+
+
 def check(
     spec: SourceSpec | None = None,
     report_path: str | None = None,

@@ -138,6 +138,20 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
         f"4. migrate plan wrote {len(files)} migration files to {migrations} (review them before applying in real life)."
     )
 
+    bucket = next((f for f in files if f.collection == "readings"), None)
+    if bucket is not None:
+        bucket_id = Path(bucket.path).stem
+        show(
+            f"mongopat migrate guide {bucket_id} --dir {q(migrations)} --access {q(str(access))} "
+            f"--report {q(str(report_path))}"
+        )
+        from mongopat.render.guide import guide_markdown
+
+        guide = command.migrate_guide(migrations, str(access), report_path=str(report_path), ids=[bucket_id])
+        say(f"   migrate guide: what the application must change for {bucket_id} (markdown for its pull request):")
+        for line in guide_markdown(guide).splitlines():
+            say(f"   | {line}")
+
     counts_before = {c["name"]: c["count"] for c in report["collections"]}
     slow_before, hour = _dashboard_reads(data)
     show(f"mongopat migrate up --dump {q(dump)} --dir {q(migrations)} --yes")
@@ -154,6 +168,18 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
             )
     slow_after, _ = _dashboard_reads(data, hour)
     say(f"   one sensor's hour of readings: {slow_before:,} documents to read before, {slow_after:,} after")
+
+    if bucket is not None:
+        show(
+            f"mongopat migrate guide --check {bucket_id} --dump {q(dump)} --dir {q(migrations)} --access {q(str(access))}"
+        )
+        proof = command.migrate_guide_check(SourceSpec(dump=dump), migrations, str(access), [bucket_id])
+        [checked] = proof["migrations"]
+        verdict = "the same documents" if proof["ok"] else f"{len(checked['differences'])} difference(s)"
+        say(
+            f"   the guide proven on this data: {checked['reads_compared']} reads compared "
+            f"({checked['documents_compared']:,} documents) and {checked['writes_applied']} writes applied: {verdict}"
+        )
 
     show(f"mongopat migrate verify --dump {q(dump)} --dir {q(migrations)}")
     problems = command.migrate_verify(SourceSpec(dump=dump), migrations)

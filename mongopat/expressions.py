@@ -200,11 +200,11 @@ def _operate(op: str, left: Any, right: Any) -> Any:
     return left / right if right else None
 
 
-def _strip_prefix(node: Any, prefix: str) -> Any:
+def strip_prefix(node: Any, prefix: str) -> Any:
     if isinstance(node, Path) and node.path.startswith(prefix + "."):
         return Path(node.path[len(prefix) + 1 :])
     if isinstance(node, BinaryOp):
-        return BinaryOp(node.op, _strip_prefix(node.left, prefix), _strip_prefix(node.right, prefix))
+        return BinaryOp(node.op, strip_prefix(node.left, prefix), strip_prefix(node.right, prefix))
     return node
 
 
@@ -220,7 +220,7 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     prefix = expression.array_prefix()
     elements = _lookup(document, prefix) if prefix else None
     if isinstance(elements, list):
-        body = _strip_prefix(expression.body, prefix)
+        body = strip_prefix(expression.body, prefix)
         values = [_arith(body, element) for element in elements if isinstance(element, dict)]
     else:
         values = [_arith(expression.body, document)]

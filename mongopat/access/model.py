@@ -22,6 +22,16 @@ class Lookup:
     fields: list[str] = field(default_factory=list)
     as_field: str | None = None
 
+    @property
+    def alias(self) -> str:
+        """The field the joined documents land in: ``as``, or the singular of the collection's name."""
+        if self.as_field:
+            return self.as_field
+        name = self.source
+        if name.endswith("ies"):
+            return name[:-3] + "y"
+        return name[:-1] if name.endswith("s") and not name.endswith("ss") else name
+
 
 @dataclass
 class Aggregate:

@@ -220,8 +220,55 @@ def _evidence_chart(rec: dict[str, Any], collection: dict[str, Any] | None) -> s
     return svg.number_bars(numbers[:6], f"Evidence for {rec['code']} {rec['pattern']}")
 
 
+def _access_file(path: str | None, collections: list[str]) -> Any:
+    """The access-pattern file the recommendations were made with (None when there is none to read)."""
+    if not path:
+        return None
+    from mongopat.access.loader import load_access_file
+    from mongopat.errors import MongopatError
+
+    try:
+        return load_access_file(path, collections)
+    except MongopatError:
+        return None
+
+
+def _guide_section(rec: dict[str, Any], access: Any, report: dict[str, Any]) -> str:
+    """What the application must change for the recommendation's migration: its reads and writes, rewritten."""
+    from mongopat.guide.build import recommendation_guide
+    from mongopat.guide.output import migration_entry
+    from mongopat.render.guide import json_lines
+
+    try:
+        entry = migration_entry(recommendation_guide(rec["code"], rec["title"], rec["migration"], access, report))
+    except (StepError, ValueError):
+        return ""
+    parts = []
+    for read in (r for r in entry["reads"] if r["changed"]):
+        examined = read["documents_examined"]
+        parts.append(
+            f"<h3>Read {escape(read['query'])} on {escape(read['collection'])}</h3><p class='meta'>documents examined: "
+            f"{escape(_plain(examined['before']))} today, {escape(_plain(examined['after']))} after "
+            f"({escape(examined['basis'])})</p><div class='pair'>"
+            f"<figure><figcaption>today</figcaption><pre>{escape(json_lines(read['before']['pipeline']))}</pre></figure>"
+            f"<figure><figcaption>after</figcaption><pre>{escape(json_lines(read['after']['pipeline']))}</pre></figure></div>"
+        )
+    for write in entry["writes"]:
+        parts.append(
+            f"<h3>Write: {escape(write['description'])}</h3><div class='pair'>"
+            f"<figure><figcaption>today</figcaption><pre>{escape(json_lines(write['before']))}</pre></figure>"
+            f"<figure><figcaption>after</figcaption><pre>{escape(json_lines(write['after']))}</pre></figure></div>"
+        )
+    return "".join(parts)
+
+
 def _recommendation_section(
-    rec: dict[str, Any], collection: dict[str, Any] | None, show_values: bool, source_hint: str
+    rec: dict[str, Any],
+    collection: dict[str, Any] | None,
+    show_values: bool,
+    source_hint: str,
+    access: Any = None,
+    report: dict[str, Any] | None = None,
 ) -> str:
     where = escape(rec["collection"] or "database")
     parts = [f'<details open><summary><span class="sev sev-{rec["severity"]}">{rec["severity"]}</span> {escape(rec["code"])} '
@@ -251,6 +298,8 @@ def _recommendation_section(
             parts.append(f"<h3>Before and after</h3><p class='meta'>On {label}. {escape(note)}</p><div class='pair'>"
                          f"<figure><figcaption>before</figcaption><pre>{escape(chr(10).join(to_json_text(d) for d in before[:2]))}</pre></figure>"
                          f"<figure><figcaption>after</figcaption><pre>{escape(chr(10).join(to_json_text(d) for d in after[:2]))}</pre></figure></div>")  # fmt: skip
+            if access is not None:
+                parts.append(_guide_section(rec, access, report))
             parts.append(f"<p>Plan it: <code>mongopat recommend {escape(source_hint)} --format json -o recs.json &amp;&amp; "
                          f"mongopat migrate plan --from recs.json --only {escape(rec['code'])}</code></p>")  # fmt: skip
     parts.append("</details>")
@@ -309,8 +358,10 @@ def render_html(report: dict[str, Any], result: dict[str, Any] | None = None, sh
         if not recs:
             body.append("<p>No pattern or anti-pattern applies: the collections look healthy for what is known.</p>")
         by_name = {c["name"]: c for c in report["collections"]}
+        access = _access_file(result.get("access_file"), list(by_name))
         body.extend(
-            _recommendation_section(rec, by_name.get(rec["collection"] or ""), show_values, hint) for rec in recs
+            _recommendation_section(rec, by_name.get(rec["collection"] or ""), show_values, hint, access, report)
+            for rec in recs
         )
     body.append(f"<h2>Collections ({len(collections)})</h2>")
     body.extend(

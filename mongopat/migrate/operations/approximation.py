@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.placeholders import param
+from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result, get_path, set_path
 
@@ -15,6 +18,54 @@ class Operation(AddsFields):
         {"field": Param(STR), "factor": Param(INT)},
         "initialise an approximate counter and record its factor (approximation pattern)",
     )
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        plans = super().writes(step, evidence)
+        spec = evidence.access.collection(step.collection)
+        name, factor = step.params["field"], step.params["factor"]
+        for counter in spec.counters if spec is not None else []:
+            if counter.field != name:
+                continue
+            before = [command(step.collection, "updateOne", filter={"_id": param("_id")}, update={"$inc": {name: 1}})]
+            after = [
+                command(
+                    step.collection,
+                    "updateOne",
+                    filter={"_id": param("_id")},
+                    update={"$inc": {name: factor}},
+                    probability=round(1 / factor, 6),
+                )
+            ]
+            plans.append(
+                WritePlan(
+                    step.collection,
+                    "counter",
+                    f"count one more `{name}`",
+                    before,
+                    after,
+                    {"_id": "the document's _id"},
+                    counter.increments_per_sec,
+                    {"before": 1, "after": round(1 / factor, 6)},
+                    lambda sample: ({"_id": sample.document["_id"]}, {"_id": sample.document["_id"]}),
+                    approximate=True,
+                )
+            )
+        return plans
+
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return f"`{p['field']}` a number (0 when new) and `{p['field']}Factor` = {p['factor']}"
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        p = step.params
+        return {
+            "before": [],
+            "during": [],
+            "after": [
+                f"`{step.collection}`: increment `{p['field']}` by {p['factor']} once in {p['factor']} times, at "
+                "random; readers show it as an approximate count"
+            ],
+        }
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         name = step.params["field"]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.placeholders import is_param
+from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.migrate.operations.base import DICT, LIST, STR, DocumentOperation, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result
 
@@ -16,6 +19,58 @@ class Operation(DocumentOperation):
         {"fields": Param(LIST), "into": Param(STR, False, "attributes"), "index": Param(DICT, False)},
         "pivot fields into an array of {k, v} pairs (attribute pattern)",
     )
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        if read.collection != step.collection:
+            return
+        pivoted, into = step.params["fields"], step.params["into"]
+        used = [name for name in pivoted if read.uses(name)]
+        if not used:
+            return
+        # Conditions an element can answer on its own move into $elemMatch (the {k, v} index serves them);
+        # others (ne, exists...) are applied again on the restored fields.
+        pairs: list[dict[str, Any]] = []
+        kept: dict[str, Any] = {}
+        residual: dict[str, Any] = {}
+        for name, cond in read.match.items():
+            if name in pivoted:
+                if _element_condition(cond):
+                    pairs.append({into: {"$elemMatch": {"k": name, "v": cond}}})
+                else:
+                    residual[name] = cond
+            else:
+                kept[name] = cond
+        if len(pairs) == 1:
+            kept.update(pairs[0])
+        elif pairs:
+            kept["$and"] = pairs
+        read.match = kept
+        restore = {name: f"$_attributes.{name}" for name in pivoted}
+        stages: list[dict[str, Any]] = [
+            {"$set": {"_attributes": {"$arrayToObject": {"$ifNull": [f"${into}", []]}}}},
+            {"$set": restore},
+            {"$project": {"_attributes": 0}},
+        ]
+        if residual:
+            stages.append({"$match": residual})
+            read.insert_early(Stage("reshape", stages, list(restore)))
+        else:
+            read.reshape(stages, list(restore))
+
+    def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
+        return [(step.collection, dict(step.params["index"]))] if step.params.get("index") else []
+
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return f"{', '.join(p['fields'])} as {{k, v}} elements of `{p['into']}`"
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        p = step.params
+        return {
+            "before": [f"`{step.collection}`: reads match and read both the fields and `{p['into']}`"],
+            "during": [f"`{step.collection}`: documents of both shapes until `migrate up` has finished"],
+            "after": [f"`{step.collection}`: read and write the attributes in `{p['into']}` only"],
+        }
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         pairs = [{"k": name, "v": doc.pop(name)} for name in step.params["fields"] if name in doc]
@@ -58,3 +113,9 @@ class Operation(DocumentOperation):
         else:
             del result[into]
         return result
+
+
+def _element_condition(cond: Any) -> bool:
+    if not isinstance(cond, dict) or is_param(cond):
+        return True
+    return set(cond) <= {"$in", "$gt", "$gte", "$lt", "$lte", "$eq"}

@@ -16,9 +16,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
+    from mongopat.guide.reads import ReadPlan
+    from mongopat.guide.writes import WritePlan
 
 _MISSING = object()
 
@@ -84,6 +89,36 @@ class StepOperation:
     def removed_fields(self, step: Step) -> set[str]:
         return set()
 
+    # -- the guide: what the application must change (``mongopat migrate guide``) ---------------------
+
+    def today_read(self, read: ReadPlan, step: Step) -> None:
+        """Express a read of the access file that needs the new shape's fields as today's data serves it
+        (a subtree read by ancestors is a ``$graphLookup`` today)."""
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        """Rewrite ``read`` in place for the shape this step leaves: its match on the new fields, reshape
+        stages that give documents back the fields today's read returns, or parts made unnecessary."""
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        """The application's writes the step changes, before and after."""
+        return []
+
+    def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
+        """The indexes a run of the step creates: (collection, keys)."""
+        return []
+
+    def new_shape(self, step: Step) -> str:
+        """What a document written after the migration must hold, in one sentence."""
+        return self.type.summary
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        """What the application deploys ``before`` up, handles ``during`` up, and can drop ``after``."""
+        return {
+            "before": [],
+            "during": [f"`{step.collection}`: read documents of both shapes until `migrate up` has finished"],
+            "after": [],
+        }
+
 
 class DocumentOperation(StepOperation):
     """A step that rewrites each document of its collection in place."""
@@ -102,6 +137,13 @@ class DocumentOperation(StepOperation):
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         raise NotImplementedError
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        """An insert the access file declares: after the migration, the document in the new shape."""
+        from mongopat.guide.writes import insert_write
+
+        per_sec = evidence.per_sec(step.collection, "inserts")
+        return [insert_write(step, self.new_shape(step), per_sec)] if per_sec else []
 
     def verify_files(
         self,

@@ -15,6 +15,10 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.placeholders import OMIT, is_param, param
+from mongopat.guide.reads import ReadPlan, Stage
+from mongopat.guide.writes import WritePlan, command, insert_one
 from mongopat.migrate.operations.base import ANY, INT, LIST, STR, Param, Step, StepOperation, StepType
 from mongopat.migrate.transforms import Document, hashable_key
 
@@ -36,6 +40,117 @@ class Operation(StepOperation):
         },
         "group documents by series and time window into bucket documents (bucket pattern)",
     )
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        if read.collection != step.collection:
+            return
+        p = step.params
+        series, time = p["series_key"], p["time_field"]
+        original = read.match
+        buckets: dict[str, Any] = {}
+        for name, cond in original.items():
+            if name == series:
+                buckets[name] = cond
+            elif name == time:
+                buckets.update(_window_condition(cond))
+            elif not name.startswith("$"):
+                buckets[f"readings.{name}"] = cond  # a bucket holding such a reading; refined below
+        read.match = buckets
+        stages: list[dict[str, Any]] = [
+            {"$unwind": "$readings"},
+            {"$set": {f"readings.{series}": f"${series}"}},
+            {"$replaceRoot": {"newRoot": "$readings"}},
+        ]
+        if original:
+            stages.append({"$match": original})
+        read.insert_early(Stage("reshape", stages, ["readings"]))
+        per_bucket = readings_per_bucket(step, evidence)
+        if per_bucket:
+            read.scale, read.overlap = 1 / per_bucket, 1
+        read.notes.append(
+            f"buckets of the {series} and the windows the range overlaps are unwound into readings, then "
+            "filtered as before"
+        )
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        per_sec = evidence.per_sec(step.collection, "inserts")
+        return [self._insert(step, per_sec)] if per_sec else []
+
+    def _insert(self, step: Step, per_sec: float) -> WritePlan:
+        """A reading is pushed into the current bucket of its series, which the upsert creates when there is
+        none with room."""
+        p = step.params
+        series, time, window = p["series_key"], p["time_field"], p["window_seconds"]
+        measurements = p.get("measurements") or []
+        update: dict[str, Any] = {
+            "$push": {"readings": param("reading")},
+            "$inc": {"count": 1},
+            "$setOnInsert": {"end": param("windowEnd")},
+        }
+        if measurements:
+            update["$min"] = {f"min.{name}": param(name) for name in measurements}
+            update["$max"] = {f"max.{name}": param(name) for name in measurements}
+        bucket_filter = {series: param(series), "start": param("windowStart"), "count": {"$lt": p["max_bucket_size"]}}
+        after = [command(step.collection, "updateOne", filter=bucket_filter, update=update, upsert=True)]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            document = sample.fresh()
+            when = document.get(time)
+            if _epoch(when) is None or document.get(series) is None:
+                return None
+            start = window_start(when, step)
+            values: dict[str, Any] = {
+                series: document[series],
+                "windowStart": start,
+                "windowEnd": start + datetime.timedelta(seconds=window),
+                "reading": entry(document, step),
+            }
+            for name in measurements:
+                value = document.get(name)
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                values[name] = value if number else OMIT
+            return {"document": document}, values
+
+        parameters = {
+            series: "the reading's series",
+            "windowStart": f"the reading's {time} truncated to {window} s (from the epoch)",
+            "windowEnd": f"windowStart + {window} s",
+            "reading": f"the reading without {series}",
+        }
+        parameters.update({name: f"the reading's {name} (leave the key out when it has none)" for name in measurements})
+        return WritePlan(
+            step.collection,
+            "insert",
+            f"insert a reading into {step.collection}",
+            [insert_one(step.collection)],
+            after,
+            parameters,
+            per_sec,
+            {"before": 1, "after": 1},
+            binder,
+        )
+
+    def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
+        return [(step.collection, {step.params["series_key"]: 1, "start": 1})]
+
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return (
+            f"buckets of one {p['series_key']} and {p['window_seconds']} s of {p['time_field']}: start, end, count, "
+            f"min, max and at most {p['max_bucket_size']} readings"
+        )
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        return {
+            "before": [
+                f"`{step.collection}`: reads handle readings and buckets (match both, unwind buckets with "
+                "`preserveNullAndEmptyArrays`)",
+                f"`{step.collection}`: changes and deletes of a reading apply by `_id` and in its bucket by "
+                "`readings._id` (`$set` on `readings.$`, or `$pull` with `$inc: {count: -1}`)",
+            ],
+            "during": [f"`{step.collection}`: insert readings either as documents or with the bucket upsert"],
+            "after": [f"`{step.collection}`: insert with the bucket upsert and read buckets only"],
+        }
 
     def written_fields(self, step: Step) -> set[str]:
         return {"readings", "count", "start", "end", "min", "max"}
@@ -244,3 +359,29 @@ def reading(item: Document, bucket: Document, step: Step, original: Document | N
     ordered = {key: merged[key] for key in original if key in merged}
     ordered.update((key, value) for key, value in merged.items() if key not in ordered)
     return ordered
+
+
+def readings_per_bucket(step: Step, evidence: Evidence) -> float | None:
+    """Readings a bucket holds on average: the window times one series' rate, at most the bucket's size."""
+    p = step.params
+    time = evidence.time(step.collection, p["time_field"])
+    series = evidence.distinct(step.collection, p["series_key"])
+    if not time or not series or not time.get("avg_per_sec"):
+        return None
+    return max(1.0, min(float(p["max_bucket_size"]), time["avg_per_sec"] / series * p["window_seconds"]))
+
+
+def _window_condition(cond: Any) -> dict[str, Any]:
+    """The buckets whose window can hold a reading matching ``cond`` on the time field."""
+    if not isinstance(cond, dict) or is_param(cond):
+        return {"start": {"$lte": cond}, "end": {"$gt": cond}}
+    found: dict[str, Any] = {}
+    for op, bound in cond.items():
+        if op == "$lt":
+            found["start"] = {"$lt": bound}
+        elif op == "$lte":
+            found["start"] = {"$lte": bound}
+    for op, bound in cond.items():
+        if op in ("$gte", "$gt"):
+            found["end"] = {"$gt": bound}  # after start: the {series, start} index serves the match
+    return found

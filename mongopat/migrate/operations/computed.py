@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from mongopat.expressions import ExpressionError, evaluate, parse
+from mongopat.guide.cost import Evidence
+from mongopat.guide.placeholders import param
+from mongopat.guide.reads import ReadPlan, Stage
+from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType
 from mongopat.migrate.transforms import Context, Document, Result, set_path
 
@@ -16,6 +21,76 @@ class Operation(AddsFields):
         {"field": Param(STR), "expression": Param(STR)},
         "store a value computed from the document (computed pattern)",
     )
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        if read.collection != step.collection:
+            return
+        stored, wanted = step.params["field"], parse(step.params["expression"])
+        for stage in list(read.stages):
+            if stage.kind != "derive":
+                continue
+            name, expression = stage.spec
+            if (expression.function, expression.body) != (wanted.function, wanted.body):
+                continue
+            index = read.stages.index(stage)
+            if name == stored:
+                del read.stages[index]
+            else:
+                read.stages[index] = Stage("reshape", [{"$set": {name: f"${stored}"}}], [name])
+            read.notes.append(f"`{name}` is read from the stored `{stored}` instead of computed on every read")
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        plans = super().writes(step, evidence)
+        per_sec = evidence.per_sec(step.collection, "updates")
+        if per_sec:
+            plans.append(self._update_write(step, per_sec))
+        return plans
+
+    def _update_write(self, step: Step, per_sec: float) -> WritePlan:
+        """An update of a field the value is computed from sets the value again in the same update."""
+        stored, text = step.params["field"], step.params["expression"]
+        expression = parse(text)
+        sources = list(dict.fromkeys(path.split(".")[0] for path in expression.paths()))
+        changes = {name: param(name) for name in sources}
+        before = [command(step.collection, "updateOne", filter={"_id": param("_id")}, update={"$set": changes})]
+        after = [
+            command(
+                step.collection,
+                "updateOne",
+                filter={"_id": param("_id")},
+                update={"$set": {**changes, stored: param(stored, compute=text)}},
+            )
+        ]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            document = copy.deepcopy(sample.document)
+            updates = {name: changed(document.get(name)) for name in sources}
+            values = {"_id": document["_id"], **updates}
+            document.update(updates)
+            return values, {**values, stored: evaluate(expression, document)}
+
+        return WritePlan(
+            step.collection,
+            "update_derived",
+            f"update {', '.join(f'`{s}`' for s in sources)} of a document of {step.collection}",
+            before,
+            after,
+            {"_id": "the document's _id", **{s: f"the new {s}" for s in sources}, stored: f"{text} of the new values"},
+            per_sec,
+            {"before": 1, "after": 1},
+            binder,
+        )
+
+    def new_shape(self, step: Step) -> str:
+        return f"`{step.params['field']}` = {step.params['expression']}"
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        stored = step.params["field"]
+        return {
+            "before": [f"`{step.collection}`: every insert and update sets `{stored}` = {step.params['expression']}"],
+            "during": [f"`{step.collection}`: compute `{stored}` on read where a document has none yet"],
+            "after": [f"`{step.collection}`: read the stored `{stored}`"],
+        }
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         set_path(doc, step.params["field"], evaluate(parse(step.params["expression"]), doc))

@@ -5,7 +5,7 @@ Each runner carries out collection steps its own way (commands on a server, file
 
 from __future__ import annotations
 
-from mongopat.migrate.operations.base import DICT, STR, Param, StepOperation, StepType
+from mongopat.migrate.operations.base import DICT, STR, Param, Step, StepOperation, StepType
 
 
 class Operation(StepOperation):
@@ -15,3 +15,6 @@ class Operation(StepOperation):
         {"keys": Param(DICT), "name": Param(STR, False), "unique": Param(bool, False, False)},
         "create an index",
     )
+
+    def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
+        return [(step.collection, dict(step.params["keys"]))]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.placeholders import param
+from mongopat.guide.writes import WritePlan, changed, command, scalar
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result
 
@@ -16,6 +20,74 @@ class Operation(AddsFields):
         "stamp a revision and write the first revision to a history collection (document versioning)",
         creates=("history_collection",),
     )
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        plans = super().writes(step, evidence)
+        per_sec = evidence.per_sec(step.collection, "updates")
+        if per_sec:
+            plans.append(self._revision(step, per_sec))
+        return plans
+
+    def _revision(self, step: Step, per_sec: float) -> WritePlan:
+        """An update stamps the next revision, only on the revision it read, and copies it to the history."""
+        history, version = step.params["history_collection"], step.params["version_field"]
+        before = [
+            command(step.collection, "updateOne", filter={"_id": param("_id")}, update={"$set": param("changes")})
+        ]
+        after = [
+            command(
+                step.collection,
+                "updateOne",
+                filter={"_id": param("_id"), version: param(version)},
+                update={"$set": param("changes"), "$inc": {version: 1}},
+            ),
+            command(history, "insertOne", document=param("revisionDocument", shape="new")),
+        ]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            current = sample.after[step.collection].find_one({"_id": sample.document["_id"]})
+            name = next((k for k, v in sample.document.items() if k not in ("_id", version) and scalar(v)), None)
+            if current is None or name is None:
+                return None
+            changes = {name: changed(sample.document[name])}
+            revision = current.get(version, 1)
+            updated = {**current, **changes, version: revision + 1}
+            copy_ = {"_id": {"doc": current["_id"], "revision": revision + 1}}
+            copy_.update((k, v) for k, v in updated.items() if k != "_id")
+            values = {"_id": sample.document["_id"], "changes": changes}
+            return values, {**values, version: revision, "revisionDocument": copy_}
+
+        return WritePlan(
+            step.collection,
+            "revision",
+            f"update a document of {step.collection}",
+            before,
+            after,
+            {
+                "_id": "the document's _id",
+                "changes": "the fields the update sets",
+                version: f"the `{version}` the application read (another writer's revision makes the update miss)",
+                "revisionDocument": f"the document as updated, `_id` {{doc, revision}}, for {history}",
+            },
+            per_sec,
+            {"before": 1, "after": 2},
+            binder,
+        )
+
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return f"`{p['version_field']}` = 1, and its first revision in {p['history_collection']}"
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        p = step.params
+        return {
+            "before": [
+                f"`{step.collection}`: updates increment `{p['version_field']}` and insert the revision into "
+                f"{p['history_collection']}"
+            ],
+            "during": [f"`{step.collection}`: a document without `{p['version_field']}` is at revision 1"],
+            "after": [],
+        }
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         version_field = step.params["version_field"]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from mongopat.guide.cost import Evidence, rounded
+from mongopat.guide.placeholders import param
+from mongopat.guide.reads import ReadPlan, Stage
+from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import LIST, STR, AddsFields, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, hashable_key
 
@@ -21,6 +25,78 @@ class Operation(AddsFields):
         },
         "copy fields of the referenced document (extended reference pattern)",
     )
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        if read.collection != step.collection:
+            return
+        p = step.params
+        stage = read.find("lookup")
+        lookup = stage.spec if stage is not None else None
+        if lookup is None or (lookup.source, lookup.local, lookup.foreign) != (p["from"], p["local"], p["foreign"]):
+            return
+        if not lookup.fields or not set(lookup.fields) <= set(p["fields"]):
+            read.notes.append(f"the join reads fields of {p['from']} the step does not copy: it stays a join")
+            return
+        index = read.stages.index(stage)
+        alias = lookup.alias
+        if alias == p["as"]:
+            del read.stages[index]
+        else:
+            read.stages[index] = Stage("reshape", [{"$set": {alias: f"${p['as']}"}}], [alias])
+        read.joined.add(alias)
+        read.notes.append(f"the join of {p['from']} is read from the copies in `{p['as']}`: one document, not an array")
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        plans = super().writes(step, evidence)
+        per_sec = evidence.per_sec(step.params["from"], "updates")
+        if per_sec:
+            plans.append(self._referenced_update(step, per_sec, evidence))
+        return plans
+
+    def _referenced_update(self, step: Step, per_sec: float, evidence: Evidence) -> WritePlan:
+        """An update of a copied field of the referenced document updates every copy, in the same deploy."""
+        p = step.params
+        source, local, foreign, alias = p["from"], p["local"], p["foreign"], p["as"]
+        changes = {name: param(name) for name in p["fields"]}
+        before = [command(source, "updateOne", filter={foreign: param(foreign)}, update={"$set": changes})]
+        copies = {f"{alias}.{name}": param(name) for name in p["fields"]}
+        after = [
+            *before,
+            command(step.collection, "updateMany", filter={local: param(foreign)}, update={"$set": copies}),
+        ]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            values = {foreign: get_path(sample.document, foreign)}
+            values.update({name: changed(sample.document.get(name)) for name in p["fields"]})
+            return values, values
+
+        per_key = evidence.per_key(step.collection, local)
+        return WritePlan(
+            source,
+            "update_referenced",
+            f"update {', '.join(f'`{n}`' for n in p['fields'])} of a document of {source}",
+            before,
+            after,
+            {foreign: f"the {source} document's {foreign}", **{n: f"its new {n}" for n in p["fields"]}},
+            per_sec,
+            {"before": 1, "after": rounded(1 + per_key) if per_key else None},
+            binder,
+        )
+
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return f"`{p['as']}` = {{{', '.join(p['fields'])}}} of the {p['from']} document its `{p['local']}` references"
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        p = step.params
+        return {
+            "before": [
+                f"`{step.collection}`: inserts copy {', '.join(p['fields'])} of {p['from']} into `{p['as']}`",
+                f"`{p['from']}`: updates of {', '.join(p['fields'])} also update the copies (`updateMany`)",
+            ],
+            "during": [f"`{step.collection}`: join {p['from']} where `{p['as']}` is missing"],
+            "after": [f"`{step.collection}`: read `{p['as']}` instead of joining {p['from']}"],
+        }
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         key = get_path(doc, step.params["local"])

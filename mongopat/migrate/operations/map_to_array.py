@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import DICT, STR, DocumentOperation, Param, Step, StepError, StepType
 from mongopat.migrate.transforms import Context, Document, Result, get_path, set_path
 
@@ -23,6 +25,31 @@ class Operation(DocumentOperation):
         },
         "turn a sub-document keyed by values (ids, dates) into an array of documents (attribute pattern)",
     )
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        p = step.params
+        name = p["field"]
+        if read.collection != step.collection or not read.uses(name):
+            return
+        key = f"$$element.{p['key_field']}"
+        if p["layout"] == "pair":
+            value: Any = f"$$element.{p['value_field']}"
+        elif p["key_in_value"]:
+            value = "$$element"
+        else:
+            others = {"$ne": ["$$pair.k", p["key_field"]]}
+            value = {
+                "$arrayToObject": {"$filter": {"input": {"$objectToArray": "$$element"}, "as": "pair", "cond": others}}
+            }
+        as_map = {"$arrayToObject": {"$map": {"input": f"${name}", "as": "element", "in": {"k": key, "v": value}}}}
+        read.reshape([{"$set": {name: {"$cond": [{"$isArray": f"${name}"}, as_map, f"${name}"]}}}], [name])
+
+    def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
+        return [(step.collection, dict(step.params["index"]))] if step.params.get("index") else []
+
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return f"`{p['field']}` an array of documents, each holding its key in `{p['key_field']}`"
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         """``{"m": {"<id>": {...}}}`` -> ``{"m": [{"k": "<id>", ...}]}`` in key order, so :func:`array_to_map`

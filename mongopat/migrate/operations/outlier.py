@@ -6,6 +6,8 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import INT, STR, DocumentOperation, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result
 
@@ -23,6 +25,65 @@ class Operation(DocumentOperation):
         "move array elements past a threshold into overflow documents (outlier pattern)",
         creates=("overflow_collection",),
     )
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        p = step.params
+        name = p["field"]
+        if read.collection != step.collection or not read.uses(name):
+            return
+        whole = {
+            "$cond": [{"$isArray": f"$_doc.{name}"}, {"$concatArrays": [f"$_doc.{name}", "$_tail"]}, f"$_doc.{name}"]
+        }
+        stages: list[dict[str, Any]] = [
+            {
+                "$lookup": {
+                    "from": p["overflow_collection"],
+                    "localField": "_id",
+                    "foreignField": "parentId",
+                    "as": "_pages",
+                }
+            },
+            {"$unwind": {"path": "$_pages", "preserveNullAndEmptyArrays": True}},
+            {
+                "$unwind": {
+                    "path": f"$_pages.{name}",
+                    "includeArrayIndex": "_position",
+                    "preserveNullAndEmptyArrays": True,
+                }
+            },
+            {"$sort": {"_pages.page": 1, "_position": 1}},
+            {"$group": {"_id": "$_id", "_doc": {"$first": "$$ROOT"}, "_tail": {"$push": f"$_pages.{name}"}}},
+            {"$set": {f"_doc.{name}": whole}},
+            {"$replaceRoot": {"newRoot": "$_doc"}},
+            {"$project": {"_pages": 0, "_position": 0}},
+        ]
+        read.reshape(stages, [name], reorders=True)
+        read.notes.append(
+            f"documents flagged `{p['flag_field']}` get the rest of `{name}` from {p['overflow_collection']}; a read "
+            f"that needs only the first {p['threshold']} elements can drop these stages"
+        )
+
+    def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
+        return [(name, {"parentId": 1}) for name in step.created_collections()]
+
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return (
+            f"at most {p['threshold']} elements in `{p['field']}`, the rest in pages of {p['overflow_collection']} "
+            f"and `{p['flag_field']}`: true"
+        )
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        p = step.params
+        return {
+            "before": [
+                f"`{step.collection}`: reads that need all of `{p['field']}` join {p['overflow_collection']} when "
+                f"`{p['flag_field']}` is set; an element added past {p['threshold']} goes to the last page"
+            ],
+            "during": [f"`{step.collection}`: a long `{p['field']}` may still be whole in a document not flagged"],
+            "after": [],
+        }
+
     side_collections = ("overflow_collection",)
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:

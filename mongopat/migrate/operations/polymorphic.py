@@ -16,6 +16,18 @@ class Operation(AddsFields):
         "set a type field from which fields a document has (polymorphic pattern)",
     )
 
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return f"`{p['type_field']}` set by the rules of the step (default {p.get('default')!r})"
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        field = step.params["type_field"]
+        return {
+            "before": [f"`{step.collection}`: inserts set `{field}`"],
+            "during": [f"`{step.collection}`: a document without `{field}` has its type told by its fields"],
+            "after": [f"`{step.collection}`: branch on `{field}`"],
+        }
+
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         target = step.params["type_field"]
         if target not in doc:

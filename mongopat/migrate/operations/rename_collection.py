@@ -5,8 +5,58 @@ Each runner carries out collection steps its own way (commands on a server, file
 
 from __future__ import annotations
 
-from mongopat.migrate.operations.base import STR, Param, StepOperation, StepType
+from typing import TYPE_CHECKING, Any
+
+from mongopat.migrate.operations.base import STR, Param, Step, StepOperation, StepType
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
+    from mongopat.guide.reads import ReadPlan
+    from mongopat.guide.writes import WritePlan
 
 
 class Operation(StepOperation):
     type = StepType("rename_collection", "collection", {"to": Param(STR)}, "rename the collection")
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        if read.collection == step.collection:
+            read.collection = step.params["to"]
+        for stage in read.stages:  # joins of the renamed collection
+            for spec in stage.stages:
+                for key in ("$lookup", "$graphLookup"):
+                    if key in spec and spec[key].get("from") == step.collection:
+                        spec[key]["from"] = step.params["to"]
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        from mongopat.guide.writes import WritePlan, insert_one
+
+        per_sec = evidence.per_sec(step.collection, "inserts")
+        if not per_sec:
+            return []
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+            document = sample.fresh()
+            return {"document": document}, {"document": document}
+
+        new = step.params["to"]
+        return [
+            WritePlan(
+                step.collection,
+                "insert",
+                f"insert a document into {step.collection}, named {new} after",
+                [insert_one(step.collection)],
+                [insert_one(new)],
+                {"document": "the document"},
+                per_sec,
+                {"before": 1, "after": 1},
+                binder,
+            )
+        ]
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        old, new = step.collection, step.params["to"]
+        return {
+            "before": [],
+            "during": [f"`{old}` becomes `{new}` at once: the application switches when `migrate up` has finished"],
+            "after": [f"read and write `{new}` instead of `{old}`"],
+        }

@@ -5,12 +5,37 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.reads import ReadPlan, rename_in_match
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result, has_path, pop_path, set_path
 
 
 class Operation(DocumentOperation):
     type = StepType("rename_field", "document", {"from": Param(STR), "to": Param(STR)}, "rename a field")
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        old, new = step.params["from"], step.params["to"]
+        if read.collection != step.collection or not read.uses(old):
+            return
+        read.match = rename_in_match(read.match, old, new)
+        sort = read.find("sort")
+        if sort is not None:
+            renamed = {_renamed(key, old, new): direction for key, direction in sort.stages[0]["$sort"].items()}
+            sort.stages = [{"$sort": renamed}]
+        read.sources = {name: _renamed(source, old, new) for name, source in read.sources.items()}
+        read.reshape([{"$set": {old: f"${new}"}}], [old])
+
+    def new_shape(self, step: Step) -> str:
+        return f"`{step.params['from']}` named `{step.params['to']}`"
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        old, new = step.params["from"], step.params["to"]
+        return {
+            "before": [f"`{step.collection}`: read `{new}` when present, else `{old}`; write `{new}`"],
+            "during": [f"`{step.collection}`: documents of both names until `migrate up` has finished"],
+            "after": [f"`{step.collection}`: drop the fallback to `{old}`"],
+        }
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         if has_path(doc, step.params["from"]):
@@ -37,3 +62,9 @@ class Operation(DocumentOperation):
         if has_path(result, new) and not has_path(result, old):
             set_path(result, old, pop_path(result, new))
         return result
+
+
+def _renamed(path: str, old: str, new: str) -> str:
+    if path == old:
+        return new
+    return new + path[len(old) :] if path.startswith(old + ".") else path

@@ -20,6 +20,20 @@ class Operation(AddsFields):
         "stamp a schema version on every document (schema versioning pattern)",
     )
 
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return f"`{p['field']}` = the schema version the application writes (the step stamps {p['default_version']})"
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        field = step.params["field"]
+        return {
+            "before": [f"`{step.collection}`: inserts set `{field}`; reads handle every version in use"],
+            "during": [
+                f"`{step.collection}`: a document without `{field}` is version {step.params['default_version']}"
+            ],
+            "after": [],
+        }
+
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         target = step.params["field"]
         if target not in doc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import ANY, STR, DocumentOperation, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, set_path
 
@@ -16,6 +18,19 @@ class Operation(DocumentOperation):
         {"field": Param(STR), "value": Param(ANY), "only_missing": Param(bool, False, False)},
         "set a field to a value (on every document, or only where it is missing)",
     )
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        name = step.params["field"]
+        if read.collection == step.collection and read.uses(name):
+            read.differs.add(name)
+            which = "documents that had none" if step.params.get("only_missing") else "every document"
+            read.notes.append(f"`{name}` is {step.params['value']!r} on {which}: results that depend on it change")
+
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return f"`{p['field']}` set to {p['value']!r}" + (
+            " when the document has none" if p.get("only_missing") else ""
+        )
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         if not (step.params["only_missing"] and has_path(doc, step.params["field"])):

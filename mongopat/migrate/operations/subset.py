@@ -6,6 +6,8 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.migrate.operations.base import DICT, INT, STR, DocumentOperation, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result, get_path
 
@@ -18,6 +20,73 @@ class Operation(DocumentOperation):
         "keep the first N elements embedded, the full list in its own collection (subset pattern)",
         creates=("full_collection",),
     )
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        p = step.params
+        name = p["field"]
+        if read.collection != step.collection or not read.uses(name):
+            return
+        stage = read.find("embed")
+        embed = stage.spec if stage is not None else None
+        served = embed is not None and embed.field == name and embed.limit and embed.limit <= p["keep"]
+        if served and dict(embed.sort) == dict(p["sort"] or {}):
+            index = read.stages.index(stage)
+            read.stages[index] = Stage("embed", [{"$set": {name: {"$slice": [f"${name}", embed.limit]}}}], embed)
+            read.notes.append(f"the {embed.limit} elements shown are the first embedded ones: no sort on read")
+            return
+        # The read needs the whole list: it is in the full collection, one document per element.
+        full = p["full_collection"]
+        bookkeeping = {
+            "$and": [
+                {"$ne": ["$$pair.k", "parentId"]},
+                {"$ne": ["$$pair.k", "index"]},
+                {
+                    "$or": [
+                        {"$ne": ["$$pair.k", "_id"]},
+                        {"$ne": ["$$pair.v", {"parent": "$$element.parentId", "index": "$$element.index"}]},
+                    ]
+                },
+            ]
+        }
+        element = {
+            "$arrayToObject": {"$filter": {"input": {"$objectToArray": "$$element"}, "as": "pair", "cond": bookkeeping}}
+        }
+        elements = {"$map": {"input": "$_full", "as": "element", "in": element}}
+        stages: list[dict[str, Any]] = [
+            {"$lookup": {"from": full, "localField": "_id", "foreignField": "parentId", "as": "_full"}},
+            {"$unwind": {"path": "$_full", "preserveNullAndEmptyArrays": True}},
+            {"$sort": {"_full.index": 1}},
+            {"$group": {"_id": "$_id", "_doc": {"$first": "$$ROOT"}, "_full": {"$push": "$_full"}}},
+            {"$set": {f"_doc.{name}": {"$cond": [{"$isArray": f"$_doc.{name}"}, elements, f"$_doc.{name}"]}}},
+            {"$replaceRoot": {"newRoot": "$_doc"}},
+            {"$project": {"_full": 0}},
+        ]
+        read.reshape(stages, [name], reorders=True)
+        read.extra += evidence.mean_length(step.collection, name) or 1
+        read.notes.append(f"the read needs every element of `{name}`: they are joined from {full}")
+
+    def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
+        return [(name, {"parentId": 1}) for name in step.created_collections()]
+
+    def new_shape(self, step: Step) -> str:
+        p = step.params
+        return (
+            f"`{p['field']}` the first {p['keep']} elements, `{p['field']}Count` their number, and each element "
+            f"in {p['full_collection']}"
+        )
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        p = step.params
+        name = p["field"]
+        return {
+            "before": [
+                f"`{step.collection}`: adding an element pushes it with `$sort`/`$slice: {p['keep']}` and "
+                f"`$inc` `{name}Count`, and inserts it into {p['full_collection']}"
+            ],
+            "during": [f"`{step.collection}`: a document without `{name}Count` still embeds every element"],
+            "after": [f"`{step.collection}`: read the whole list from {p['full_collection']} only when it is needed"],
+        }
+
     side_collections = ("full_collection",)
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:

@@ -5,12 +5,31 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mongopat.guide.cost import Evidence
+from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
 
 
 class Operation(DocumentOperation):
     type = StepType("unset_field", "document", {"field": Param(STR)}, "remove a field")
+
+    def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
+        name = step.params["field"]
+        if read.collection == step.collection and read.uses(name):
+            read.differs.add(name)
+            read.notes.append(f"`{name}` is gone: the read no longer returns it, and a filter on it matches no value")
+
+    def new_shape(self, step: Step) -> str:
+        return f"no `{step.params['field']}`"
+
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        name = step.params["field"]
+        return {
+            "before": [f"`{step.collection}`: stop reading and writing `{name}`"],
+            "during": [],
+            "after": [],
+        }
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         pop_path(doc, step.params["field"])

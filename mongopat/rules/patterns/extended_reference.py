@@ -42,7 +42,7 @@ class ExtendedReferenceRule(Rule):
                 ),
                 None,
             )
-            alias = lookup.as_field or _singular(lookup.source)
+            alias = lookup.alias
             if all(collection.field(f"{alias}.{name}") for name in lookup.fields):
                 continue  # the copies are there already (MP100 names them, MP208 checks they stay fresh)
             found.append(
@@ -83,9 +83,3 @@ class ExtendedReferenceRule(Rule):
                 )
             )
         return found
-
-
-def _singular(name: str) -> str:
-    if name.endswith("ies"):
-        return name[:-3] + "y"
-    return name[:-1] if name.endswith("s") and not name.endswith("ss") else name

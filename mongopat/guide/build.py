@@ -1,0 +1,185 @@
+"""The guide of a list of migrations: each read of the access file before and after, each write, the
+indexes the new reads need and the order of deploys.
+
+Migrations are taken in order, each one's "after" the next one's "before": the guide of the third pending
+migration starts from the reads as the first two leave them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mongopat.access.model import AccessFile
+from mongopat.guide.cost import Evidence, rounded
+from mongopat.guide.placeholders import is_param, names
+from mongopat.guide.reads import ReadPlan, today_read
+from mongopat.guide.writes import WritePlan
+from mongopat.migrate.operations import STEP_OPERATIONS
+from mongopat.migrate.script import Migration
+
+PHASES = ("before", "during", "after")
+
+
+@dataclass
+class ReadGuide:
+    name: str
+    before: ReadPlan
+    after: ReadPlan
+    examined: dict[str, float | None]
+    basis: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before.pipeline() != self.after.pipeline()
+
+
+@dataclass
+class MigrationGuide:
+    migration: Migration
+    reads: list[ReadGuide] = field(default_factory=list)
+    writes: list[WritePlan] = field(default_factory=list)
+    indexes: list[dict[str, Any]] = field(default_factory=list)
+    deploy: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def build_guides(
+    migrations: list[Migration], access: AccessFile, report: dict[str, Any] | None
+) -> list[MigrationGuide]:
+    evidence = Evidence(access, report)
+    plans = [today_read(name, query) for name, spec in access.collections.items() for query in spec.queries]
+    for migration in migrations:
+        for step in migration.steps:
+            for plan in plans:
+                STEP_OPERATIONS[step.name].today_read(plan, step)
+    created: list[tuple[str, dict[str, int]]] = []
+    guides = []
+    for migration in migrations:
+        guide = MigrationGuide(migration)
+        guides.append(guide)
+        if migration.python is not None:
+            guide.notes.append("a Python migration: mongopat cannot tell what it changes; review its code")
+            continue
+        touched = set(migration.collections)
+        for index, plan in enumerate(plans):
+            if plan.collection not in touched:
+                continue
+            before = plan.copy()
+            after = plan.copy()
+            after.notes, after.differs = [], set()
+            for step in migration.steps:
+                STEP_OPERATIONS[step.name].rewrite_read(after, step, evidence)
+            after.tidy()
+            plans[index] = after
+            cost_before, basis = examined(before, evidence)
+            cost_after, _ = examined(after, evidence)
+            guide.reads.append(
+                ReadGuide(plan.query.name, before, after, {"before": cost_before, "after": cost_after}, basis)
+            )
+        for step in migration.steps:
+            operation = STEP_OPERATIONS[step.name]
+            guide.writes.extend(operation.writes(step, evidence))
+            created.extend(operation.indexes(step))
+            for phase, items in operation.deploy(step).items():
+                guide.deploy.setdefault(phase, []).extend(items)
+        guide.deploy = {phase: list(dict.fromkeys(guide.deploy.get(phase, []))) for phase in PHASES}
+        guide.indexes = needed_indexes(guide.reads, created, evidence)
+    return guides
+
+
+def examined(plan: ReadPlan, evidence: Evidence) -> tuple[float | None, str]:
+    """Documents a read examines: those its filter matches (scaled for the new shape), plus joined ones."""
+    query = plan.query
+    matched, basis = evidence.matched(plan.collection, query.filter, query.limit, bool(query.sort))
+    if matched is None:
+        return None, basis
+    total = matched * plan.scale + (plan.overlap if matched else 0) + matched * plan.extra
+    for stage in plan.stages:
+        if stage.kind == "lookup":
+            total += matched
+        elif stage.kind == "aggregate":
+            total += matched * (evidence.per_key(stage.spec.source, stage.spec.foreign) or 1)
+        elif stage.kind == "subtree":
+            total += evidence.count(plan.collection) or 0
+    return rounded(total), basis
+
+
+def index_keys(plan: ReadPlan) -> dict[str, int]:
+    """The index that serves a read's match and sort: equalities, then the sort, then ranges."""
+    equal: list[str] = []
+    ranges: list[str] = []
+
+    def collect(match: dict[str, Any]) -> None:
+        for name, cond in match.items():
+            if name == "$and":
+                for item in cond:
+                    collect(item)
+            elif name.startswith("$"):
+                continue
+            elif isinstance(cond, dict) and "$elemMatch" in cond:
+                equal.extend(f"{name}.{key}" for key in cond["$elemMatch"])
+            elif is_param(cond) or not isinstance(cond, dict) or set(cond) <= {"$in", "$eq"}:
+                equal.append(name)
+            else:
+                ranges.append(name)
+
+    collect(plan.match)
+    keys = dict.fromkeys(equal, 1)
+    sort = plan.stages[0] if plan.stages and plan.stages[0].kind == "sort" else None
+    if sort is not None:
+        keys.update((name, direction) for name, direction in sort.stages[0]["$sort"].items() if name not in keys)
+    keys.update((name, 1) for name in ranges if name not in keys)
+    return keys
+
+
+def _serves(existing: list[str], wanted: list[str]) -> bool:
+    """An index serves a read when one key list starts with the other (the rest filtered in the index)."""
+    return existing[: len(wanted)] == wanted or (len(existing) >= 2 and wanted[: len(existing)] == existing)
+
+
+def needed_indexes(
+    reads: list[ReadGuide], created: list[tuple[str, dict[str, int]]], evidence: Evidence
+) -> list[dict[str, Any]]:
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for read in reads:
+        if not read.changed:
+            continue
+        keys = index_keys(read.after)
+        if not keys or list(keys) == ["_id"]:
+            continue
+        collection = read.after.collection
+        wanted = list(keys)
+        info = evidence.collections.get(collection) or {}
+        if any(_serves(list(k), wanted) for c, k in created if c == collection):
+            status = "created by the migrations"
+        elif any(_serves([name for name, _ in index["key"]], wanted) for index in info.get("indexes", [])):
+            status = "exists"
+        else:
+            status = "to add"
+        entry = found.setdefault(
+            (collection, repr(keys)), {"collection": collection, "keys": keys, "status": status, "reads": []}
+        )
+        entry["reads"].append(read.name)
+    return list(found.values())
+
+
+def parameters(plan: ReadPlan) -> list[dict[str, Any]]:
+    pipeline = plan.pipeline()
+    listed = []
+    for name in names(pipeline):
+        op = plan.query.filter.get(name)
+        listed.append({"name": name, "field": plan.sources.get(name, name), "range": op == "range"})
+    return listed
+
+
+def recommendation_guide(
+    code: str, title: str, spec: dict[str, Any], access: AccessFile, report: dict[str, Any] | None
+) -> MigrationGuide:
+    """The guide of the one-step migration a recommendation carries (for the HTML report)."""
+    from pathlib import Path
+
+    from mongopat.migrate.steps import build_step
+
+    migration = Migration(code, Path(f"{code}.yaml"), title, "", [build_step(spec)])
+    return build_guides([migration], access, report)[0]

@@ -1,0 +1,94 @@
+"""The figures behind a guide's costs: document counts, distinct values and rates from the analysis report,
+write rates from the access file, and the documents a read examines.
+
+The model, stated in each read's ``basis``: an equality (or ``in`` of one value) on a field keeps
+``1 / distinct`` of the documents; a range on a field the report has a time profile for covers one hour
+(``RANGE_SECONDS``) of its documents; a sorted read with a limit stops at the limit (an index serves the
+sort); a join examines one document per joined document, an aggregate of related documents all of them.
+Steps scale the result for their new shape (a bucket holds many readings).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mongopat.access.model import AccessFile
+
+RANGE_SECONDS = 3600
+
+
+class Evidence:
+    def __init__(self, access: AccessFile, report: dict[str, Any] | None = None) -> None:
+        self.access = access
+        self.collections = {c["name"]: c for c in (report or {}).get("collections", [])}
+
+    # -- the access file -----------------------------------------------------------------------------
+
+    def per_sec(self, collection: str, kind: str) -> float | None:
+        """Declared ``inserts``, ``updates`` or ``deletes`` per second of ``collection``."""
+        spec = self.access.collection(collection)
+        return getattr(spec.writes, f"{kind}_per_sec") if spec is not None else None
+
+    # -- the report ----------------------------------------------------------------------------------
+
+    def count(self, collection: str) -> int | None:
+        info = self.collections.get(collection)
+        return info.get("count") if info else None
+
+    def field(self, collection: str, path: str) -> dict[str, Any] | None:
+        info = self.collections.get(collection) or {}
+        return next((f for f in info.get("fields", []) if f["path"] == path), None)
+
+    def distinct(self, collection: str, path: str) -> int | None:
+        found = self.field(collection, path)
+        cardinality = (found or {}).get("cardinality") or {}
+        return cardinality.get("distinct") or None
+
+    def mean_length(self, collection: str, path: str) -> float | None:
+        array = ((self.field(collection, path) or {}).get("array")) or {}
+        return array.get("mean") if array else None
+
+    def time(self, collection: str, path: str) -> dict[str, Any] | None:
+        info = self.collections.get(collection) or {}
+        return next((t for t in info.get("time", []) if t["field"] == path), None)
+
+    def per_key(self, collection: str, key: str) -> float | None:
+        """Documents per distinct value of ``key`` (orders per customer)."""
+        count, distinct = self.count(collection), self.distinct(collection, key)
+        return count / distinct if count and distinct else None
+
+    # -- reads ---------------------------------------------------------------------------------------
+
+    def matched(
+        self, collection: str, filters: dict[str, str], limit: int | None, sorted_: bool
+    ) -> tuple[float | None, str]:
+        """Documents a filter of the access file matches in today's shape, and how that was estimated."""
+        count = self.count(collection)
+        if count is None:
+            return None, "no analysis report: run with --report or a source"
+        estimate = float(count)
+        basis: list[str] = []
+        for name, op in filters.items():
+            if op in ("eq", "in"):
+                distinct = self.distinct(collection, name)
+                if not distinct and self.field(collection, name) is None:
+                    return None, f"{name} is not in the data yet"
+                if distinct:
+                    estimate /= distinct
+                    basis.append(f"one {name} value (1/{distinct})")
+            elif op == "range":
+                time = self.time(collection, name)
+                if time and time.get("span_seconds"):
+                    estimate *= min(1.0, RANGE_SECONDS / time["span_seconds"])
+                    basis.append(f"one hour of {name}")
+        if limit and sorted_:
+            estimate = min(estimate, limit)
+            basis.append(f"limit {limit}")
+        return estimate, ", ".join(basis) or "every document"
+
+
+def rounded(value: float | None) -> float | None:
+    if value is None:
+        return None
+    return float(math.ceil(value)) if value >= 1 else round(value, 3)

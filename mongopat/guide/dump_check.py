@@ -1,0 +1,75 @@
+"""``migrate guide --check`` on a dump folder: each applied migration's reads and writes proven on the
+folder's own data, the state before the migration taken from the backups ``migrate up --dump`` keeps.
+
+Both states are loaded into an in-memory database (mongomock), so a collection must fit in memory; the
+data is read, never written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mongopat.guide.build import MigrationGuide
+from mongopat.guide.proof import ProofResult, prove
+from mongopat.migrate.dump_runtime import CHANGELOG_FILE, DumpRunner, _documents, backup_name
+from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES
+
+_SUFFIXES = BSON_SUFFIXES + JSON_SUFFIXES
+
+
+def collection_files(folder: Path) -> dict[str, str]:
+    """Collection name -> file suffix, for the folder's collections (not mongopat's own files)."""
+    found: dict[str, str] = {}
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(("mongopat_", ".")) or path.name == CHANGELOG_FILE:
+            continue
+        suffix = next(
+            (s for s in _SUFFIXES if path.name.endswith(s) and not path.name.endswith(".metadata.json")), None
+        )
+        if suffix:
+            found.setdefault(path.name[: -len(suffix)], suffix)
+    return found
+
+
+def states(runner: DumpRunner, guide: MigrationGuide) -> tuple[dict[str, Path], dict[str, Path]]:
+    """The files holding each collection before the migration and after it."""
+    # The runner's own Migration object: it tells this migration's backups from later ones by identity.
+    migration = next(m for m in runner.migrations if m.id == guide.migration.id)
+    created = {name for step in migration.steps for name in step.created_collections()}
+    before: dict[str, Path] = {}
+    after: dict[str, Path] = {}
+    for name, suffix in collection_files(runner.folder).items():
+        after[name] = runner._after(migration, len(migration.steps) - 1, name, suffix)
+        if name in created:
+            continue
+        kept = (runner.folder / backup_name(migration.id, j, f"{name}{suffix}") for j in range(len(migration.steps)))
+        before[name] = next((path for path in kept if path.exists()), after[name])
+    return before, after
+
+
+def check_migration(runner: DumpRunner, guide: MigrationGuide, samples: int, seed: int) -> ProofResult:
+    from mongopat.sources.mongo import mongomock_client
+
+    before_files, after_files = states(runner, guide)
+    client = mongomock_client("guide-check")
+    before_db, after_db = client[f"before_{guide.migration.id}"], client[f"after_{guide.migration.id}"]
+    try:
+        _load(before_db, before_files)
+        _load(after_db, after_files)
+        return prove(guide, before_db, after_db, samples=samples, seed=seed)
+    finally:
+        client.drop_database(before_db.name)
+        client.drop_database(after_db.name)
+
+
+def _load(db: Any, files: dict[str, Path]) -> None:
+    for name, path in files.items():
+        batch = []
+        for document in _documents(path):
+            batch.append(document)
+            if len(batch) == 1000:
+                db[name].insert_many(batch)
+                batch = []
+        if batch:
+            db[name].insert_many(batch)

@@ -1,0 +1,62 @@
+"""One sampled document and the two databases a proof runs on: the data before a migration and after it.
+
+Binders (see :class:`mongopat.guide.writes.WritePlan`) take a :class:`Sample` and return the values of a
+write's placeholders before and after; the new shape of a document is computed by the step's own
+transform, with what it needs from the migrated database (referenced documents, parents, aggregates).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from bson import ObjectId
+
+from mongopat.migrate.operations import transform
+from mongopat.migrate.operations.base import Step
+from mongopat.migrate.transforms import Context, Document, Result, get_path, hashable_key
+
+
+@dataclass
+class Sample:
+    before: Any  # the database in the old shape
+    after: Any  # the database in the new shape
+    document: Document  # a document of the write's collection, in the old shape
+    rng: random.Random
+
+    def fresh(self) -> Document:
+        """A new document like the sampled one, with an ``_id`` no document has."""
+        document = copy.deepcopy(self.document)
+        old = document.get("_id")
+        document["_id"] = (
+            ObjectId() if isinstance(old, ObjectId) or old is None else f"{old}-new-{self.rng.randrange(10**9)}"
+        )
+        return {"_id": document.pop("_id"), **document}
+
+    def context(self, step: Step, document: Document) -> Context:
+        ctx = Context()
+        params = step.params
+        if step.name == "tree":
+            parent_field = params["parent_field"]
+            ctx.parents = {
+                hashable_key(d["_id"]): d.get(parent_field)
+                for d in self.after[step.collection].find({}, {parent_field: 1})
+            }
+            ctx.parents[hashable_key(document.get("_id"))] = document.get(parent_field)
+        elif step.name == "extended_reference":
+            key = get_path(document, params["local"])
+            found = self.after[params["from"]].find_one({params["foreign"]: key})
+            if found is not None:
+                ctx.references[hashable_key(key)] = found
+        elif step.name == "pre_aggregation":
+            from mongopat.migrate.runner import aggregate_in_python
+
+            key = get_path(document, params["local"])
+            rows = self.after[params["from"]].find({params["foreign"]: key})
+            ctx.aggregates = aggregate_in_python(rows, step)
+        return ctx
+
+    def new_shape(self, document: Document, step: Step) -> Result:
+        return transform(document, step, self.context(step, document))

@@ -1,0 +1,373 @@
+"""``migrate guide``: every read and write it rewrites is proven by execution.
+
+For each sample scenario, the migrations mongopat plans from its own recommendations are applied one by
+one; for each, today's read runs on the data before and the rewritten read on the data after, with
+parameters bound from sampled documents, and the results must be equal; each write is applied in both
+shapes and the reads compared again (``mongopat.guide.proof``). Step types no scenario recommends (set,
+unset and rename a field, map to array, polymorphic, rename a collection) are proven on generated data.
+The databases come from the ``mongo`` fixture: mongomock, or a real server with MONGOPAT_TEST_URI.
+
+mongomock gaps the guide's pipelines avoid rather than leave untested: a ``$sum`` of ``$map`` returns 0
+(sums over arrays use ``$unwind`` and ``$group``), no ``$sortArray`` (sorted embedded arrays likewise),
+no ``$unset`` stage (exclusion ``$project``), no ``$lookup`` with ``pipeline`` (``$map`` after the join),
+``$not`` with a list and ``$type`` as expressions (``$and`` of ``$ne``), ``$multiply`` of a missing value
+(``$ifNull`` in sums), Decimal128 arithmetic (the scenarios' prices are doubles; the real-data sales with
+Decimal128 prices are not proven here).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bson import json_util
+from typer.testing import CliRunner
+
+from mongopat import api
+from mongopat.access.loader import parse_access_text
+from mongopat.cli import app
+from mongopat.command import analyze, recommend
+from mongopat.guide.build import build_guides
+from mongopat.guide.output import guide_document
+from mongopat.guide.placeholders import OMIT, bind, names, param, range_params
+from mongopat.guide.proof import compare, prove
+from mongopat.migrate.plan import plan
+from mongopat.migrate.script import load_folder, render
+from mongopat.sample_data import SCENARIOS, write_scenario
+from mongopat.sources import SourceSpec
+
+# Documents per collection loaded for the proof (mongomock scans a collection per query).
+SLICE = 250
+
+
+def scenario_setup(name: str, tmp_path: Path) -> tuple[dict[str, list[dict[str, Any]]], Any, Path, dict[str, Any]]:
+    scenario = SCENARIOS[name]()
+    write_scenario(scenario, tmp_path / "data")
+    dump = tmp_path / "data" / scenario.database
+    report = analyze(SourceSpec(dump=str(dump)))
+    access_path = tmp_path / "data" / "access.yaml"
+    result = recommend(report, str(access_path))
+    folder = tmp_path / "migrations"
+    plan(result["recommendations"], folder)
+    access = parse_access_text(access_path.read_text(), str(access_path))
+    data = {c: copy.deepcopy(docs[:SLICE]) for c, docs in scenario.collections.items()}
+    return data, access, folder, report
+
+
+def load(db: Any, data: dict[str, list[dict[str, Any]]]) -> None:
+    for name, documents in data.items():
+        if documents:
+            db[name].insert_many(copy.deepcopy(documents))
+
+
+def prove_folder(mongo: Any, data: dict[str, Any], access: Any, folder: Path, report: Any, samples: int = 3) -> list:
+    """Prove each migration of ``folder`` on the data before it and after it; returns the results."""
+    migrations = load_folder(folder)
+    guides = build_guides(migrations, access, report)
+    results = []
+    for index, guide in enumerate(guides):
+        before, after = mongo.client[f"{mongo.db_name}_b{index}"], mongo.client[f"{mongo.db_name}_a{index}"]
+        try:
+            load(before, data)
+            load(after, data)
+            if index:
+                api.up(before, folder, to=migrations[index - 1].id)
+                api.up(after, folder, to=migrations[index - 1].id)
+            api.up(after, folder, to=migrations[index].id)
+            result = prove(guide, before, after, samples=samples, seed=index)
+            results.append((guide, result))
+        finally:
+            mongo.client.drop_database(before.name)
+            mongo.client.drop_database(after.name)
+    return results
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_rewritten_read_and_write_of_every_scenario_returns_what_today_does(mongo, tmp_path, name):
+    data, access, folder, report = scenario_setup(name, tmp_path)
+    results = prove_folder(mongo, data, access, folder, report)
+    assert results, "the scenario's recommendations plan no migration"
+    for guide, result in results:
+        assert result.differences == [], [str(d) for d in result.differences]
+        changed = [read for read in guide.reads if read.changed]
+        if changed:
+            assert result.reads_compared >= len(changed), guide.migration.id
+            assert result.documents_compared > 0, f"{guide.migration.id}: every read came back empty"
+        if any(w.binder for w in guide.writes):
+            assert result.writes_applied > 0, guide.migration.id
+
+
+def test_the_scenarios_cover_the_step_types_the_guide_rewrites(tmp_path):
+    covered = set()
+    for name in SCENARIOS:
+        scenario = SCENARIOS[name]()
+        write_scenario(scenario, tmp_path / name)
+        report = analyze(SourceSpec(dump=str(tmp_path / name / scenario.database)))
+        result = recommend(report, str(tmp_path / name / "access.yaml"))
+        covered |= {(r.get("migration") or {}).get("step") for r in result["recommendations"]}
+    expected = {
+        "bucket", "subset", "outlier", "extended_reference", "pre_aggregation", "computed", "attribute", "tree",
+        "approximation", "schema_versioning", "document_versioning", "create_index",
+    }  # fmt: skip
+    assert expected <= covered
+
+
+# -- step types no scenario recommends: generated data -------------------------------------------------------
+
+GENERATED_ACCESS = """
+version: 1
+collections:
+  people:
+    writes: {inserts_per_sec: 1}
+    queries:
+      - {name: by_city, filter: {city: eq}, sort: {born: 1}, per_sec: 10}
+      - {name: by_age, filter: {age: range}, fields: [city, age, nick], per_sec: 5}
+      - {name: one, filter: {_id: eq}, per_sec: 50}
+"""
+
+
+def people(count: int = 120) -> list[dict[str, Any]]:
+    start = datetime.datetime(1970, 1, 1)
+    out = []
+    for i in range(count):
+        person: dict[str, Any] = {
+            "_id": i,
+            "city": ["Lyon", "Oslo", "Pune"][i % 3],
+            "born": start + datetime.timedelta(days=97 * i),
+            "age": 20 + i % 50,
+            "scores": {f"u{j}": {"points": i * j} for j in range(i % 4)},
+        }
+        if i % 5:
+            person["nick"] = f"p{i}"
+        if i % 2:
+            person["phone"] = f"+33 {i:04d}"
+        else:
+            person["email"] = f"p{i}@example.com"
+        out.append(person)
+    return out
+
+
+GENERATED_STEPS = {
+    "set_field": {"field": "nick", "value": "anonymous", "only_missing": True},
+    "unset_field": {"field": "nick"},
+    "rename_field": {"from": "city", "to": "town"},
+    "map_to_array": {"field": "scores", "key_field": "user"},
+    "map_to_array_pairs": {"field": "scores", "layout": "pair"},
+    "polymorphic": {"type_field": "kind", "rules": [{"when_has": "phone", "type": "caller"}], "default": "mailer"},
+    "rename_collection": {"to": "persons"},
+    "attribute": {"fields": ["city", "age"], "into": "traits"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GENERATED_STEPS))
+def test_generated_step_types_are_proven_too(mongo, tmp_path, kind):
+    step = "map_to_array" if kind.startswith("map_to_array") else kind
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    spec = {"step": step, "collection": "people", **GENERATED_STEPS[kind]}
+    (folder / f"0001_{step}.yaml").write_text(render(f"0001_{step}", kind, [spec]))
+    access = parse_access_text(GENERATED_ACCESS, "access.yaml")
+    report = analyze(SourceSpec(dump=str(_export(tmp_path, people()))))
+    [(guide, result)] = prove_folder(mongo, {"people": people()}, access, folder, report, samples=4)
+    assert result.differences == [], [str(d) for d in result.differences]
+    assert result.reads_compared >= 3 and result.documents_compared > 0
+    assert result.writes_applied > 0
+    by_city = next(r for r in guide.reads if r.name == "by_city")
+    match = by_city.after.pipeline()[0]["$match"]
+    if kind == "rename_field":  # the match is on the new name, so that an index on it serves the read
+        assert match == {"town": {"$param": "city"}}
+    elif kind == "attribute":
+        assert match == {"traits": {"$elemMatch": {"k": "city", "v": {"$param": "city"}}}}
+    elif kind == "rename_collection":
+        assert by_city.after.collection == "persons"
+
+
+def _export(tmp_path: Path, documents: list[dict[str, Any]]) -> Path:
+    from conftest import write_export
+
+    folder = tmp_path / "export"
+    folder.mkdir(exist_ok=True)
+    write_export(folder, "people", documents)
+    return folder
+
+
+# -- the proof can fail ---------------------------------------------------------------------------------------
+
+
+def test_a_wrong_rewrite_is_caught(mongo, tmp_path):
+    """Each rewrite broken on purpose is a difference: the proof is not a test that cannot fail."""
+    data, access, folder, report = scenario_setup("iot", tmp_path)
+    migrations = load_folder(folder)
+    [guide] = build_guides(migrations, access, report)
+    [read] = guide.reads
+    before, after = mongo.client[f"{mongo.db_name}_b"], mongo.client[f"{mongo.db_name}_a"]
+    try:
+        load(before, data)
+        load(after, data)
+        api.up(after, folder)
+        assert prove(guide, before, after, writes=False).differences == []
+        # The series is not put back into the readings: the match after unwinding finds nothing.
+        reshape = read.after.stages[0]
+        reshape.stages = [s for s in reshape.stages if "$set" not in s]
+        assert prove(guide, before, after, writes=False).differences
+        # The bucket's window condition drops the readings at the range's start.
+        read.after = build_guides(migrations, access, report)[0].reads[0].after
+        read.after.match["end"] = {"$gt": param("ts", bound="upper")}
+        assert prove(guide, before, after, writes=False).differences
+    finally:
+        mongo.client.drop_database(before.name)
+        mongo.client.drop_database(after.name)
+
+
+def test_a_wrong_write_is_caught(mongo, tmp_path):
+    data, access, folder, report = scenario_setup("crm", tmp_path)
+    migrations = load_folder(folder)
+    guide = build_guides(migrations, access, report)[0]
+    assert guide.migration.id.endswith("extended_reference_contacts")
+    write = next(w for w in guide.writes if w.operation == "update_referenced")
+    write.after = write.after[:1]  # the copies are not updated
+    guide.writes = [write]
+    before, after = mongo.client[f"{mongo.db_name}_b"], mongo.client[f"{mongo.db_name}_a"]
+    try:
+        load(before, data)
+        load(after, data)
+        api.up(after, folder, to=guide.migration.id)
+        differences = prove(guide, before, after).differences
+        assert differences and "after the write update_referenced" in differences[0].message
+    finally:
+        mongo.client.drop_database(before.name)
+        mongo.client.drop_database(after.name)
+
+
+def test_compare_reports_order_missing_documents_and_values():
+    plan = build_guides([], parse_access_text(GENERATED_ACCESS, "a.yaml"), None)  # no migration: no plan
+    assert plan == []
+    from mongopat.guide.reads import today_read
+
+    access = parse_access_text(GENERATED_ACCESS, "a.yaml")
+    by_city = today_read("people", access.collections["people"].queries[0])
+    a, b = {"_id": 1, "born": 1, "city": "x"}, {"_id": 2, "born": 2, "city": "x"}
+    assert compare([a, b], [a, b], by_city) is None
+    assert compare([a, b], [{**a, "extra": 1}, b], by_city) is None  # more fields are fine
+    assert "order" in compare([a, b], [b, a], by_city)
+    assert "1 document" in compare([a], [], by_city)
+    assert "city" in compare([a, b], [{**a, "city": "y"}, b], by_city)
+    assert compare([{**a, "v": 0.1 + 0.2}], [{**a, "v": 0.3}], by_city) is None  # the last bit of a double
+
+
+# -- placeholders ----------------------------------------------------------------------------------------------
+
+
+def test_placeholders_bind_values_ranges_and_omitted_keys():
+    template = {
+        "a": param("a"),
+        "t": range_params("t"),
+        "$min": {"min.x": param("x")},
+        "$inc": {"count": 1},
+    }
+    assert names(template) == ["a", "t", "x"]
+    bound = bind(template, {"a": 1, "t": (2, 3), "x": OMIT})
+    assert bound == {"a": 1, "t": {"$gte": 2, "$lt": 3}, "$inc": {"count": 1}}
+
+
+# -- the command -------------------------------------------------------------------------------------------------
+
+
+def _iot_folder(tmp_path: Path) -> tuple[Path, Path, Path]:
+    scenario = SCENARIOS["iot"]()
+    write_scenario(scenario, tmp_path / "data")
+    dump = tmp_path / "data" / scenario.database
+    access = tmp_path / "data" / "access.yaml"
+    result = recommend(analyze(SourceSpec(dump=str(dump))), str(access))
+    plan(result["recommendations"], tmp_path / "migrations")
+    return dump, access, tmp_path / "migrations"
+
+
+def test_guide_json_has_the_documented_shape(tmp_path):
+    dump, access, folder = _iot_folder(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        ["migrate", "guide", "--dump", str(dump), "--dir", str(folder), "--access", str(access), "-f", "json", "-q"],
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["guide_version"] == 1
+    [migration] = document["migrations"]
+    assert set(migration) >= {"id", "collections", "reads", "writes", "indexes", "deploy"}
+    [read] = migration["reads"]
+    assert set(read) >= {"collection", "query", "parameters", "before", "after", "documents_examined"}
+    assert read["documents_examined"]["before"] > read["documents_examined"]["after"] > 0
+    assert read["after"]["pipeline"][0]["$match"]["sensorId"] == {"$param": "sensorId"}
+    [write] = migration["writes"]
+    assert write["after"][0]["command"] == "updateOne" and write["after"][0]["upsert"] is True
+    assert {"phase": "before", "action": migration["deploy"][0]["action"]} == migration["deploy"][0]
+    assert migration["indexes"][0]["status"] == "created by the migrations"
+    # Applied migrations drop out of the default (pending) guide.
+    api_result = runner.invoke(app, ["migrate", "up", "--dump", str(dump), "--dir", str(folder), "-y", "-q"])
+    assert api_result.exit_code == 0, api_result.output
+    again = runner.invoke(
+        app,
+        ["migrate", "guide", "--dump", str(dump), "--dir", str(folder), "--access", str(access), "-f", "json", "-q"],
+    )
+    assert json.loads(again.stdout)["migrations"] == []
+
+
+def test_guide_markdown_for_a_pull_request(tmp_path):
+    dump, access, folder = _iot_folder(tmp_path)
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(analyze(SourceSpec(dump=str(dump))), default=str))
+    out = tmp_path / "GUIDE.md"
+    result = CliRunner().invoke(
+        app,
+        ["migrate", "guide", "--report", str(report), "--dir", str(folder), "--access", str(access), "-o", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    for heading in ("## 0001_bucket_readings", "### Order of deploys", "### Reads to change", "### Writes to change"):
+        assert heading in text
+    assert '"$unwind": "$readings"' in text and "upsert" in text
+
+
+def test_guide_check_on_a_dump_folder_passes_and_fails_on_a_tampered_file(tmp_path):
+    dump, access, folder = _iot_folder(tmp_path)
+    runner = CliRunner()
+    up = runner.invoke(app, ["migrate", "up", "--dump", str(dump), "--dir", str(folder), "-y", "-q"])
+    assert up.exit_code == 0, up.output
+    args = ["migrate", "guide", "--check", "--dump", str(dump), "--dir", str(folder), "--access", str(access)]
+    ok = runner.invoke(app, [*args, "-f", "json"])
+    assert ok.exit_code == 0, ok.output
+    [checked] = json.loads(ok.stdout)["migrations"]
+    assert checked["reads_compared"] > 0 and checked["documents_compared"] > 0 and not checked["differences"]
+    # Readings changed in their buckets: the rewritten read no longer returns what the original data has.
+    path = dump / "readings.json"
+    buckets = [json_util.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for bucket in buckets:
+        for reading in bucket.get("readings", []):
+            reading["temperature"] = -1000.0
+    path.write_text("".join(json_util.dumps(bucket) + "\n" for bucket in buckets))
+    bad = runner.invoke(app, [*args, "--samples", "10"])
+    assert bad.exit_code == 1, bad.output
+    assert "difference" in bad.output
+
+
+def test_guide_input_errors_exit_2(tmp_path):
+    dump, access, folder = _iot_folder(tmp_path)
+    runner = CliRunner()
+    base = ["migrate", "guide", "--dump", str(dump), "--dir", str(folder)]
+    assert runner.invoke(app, base).exit_code == 2  # no --access
+    assert runner.invoke(app, [*base, "--access", str(access), "0099_nope"]).exit_code == 2
+    assert runner.invoke(app, [*base, "--access", str(tmp_path / "missing.yaml")]).exit_code == 2
+    assert runner.invoke(app, [*base, "--access", str(access), "-f", "html"]).exit_code == 2
+    not_applied = runner.invoke(app, [*base, "--access", str(access), "--check"])
+    assert not_applied.exit_code == 2 and "no migration applied" in not_applied.output
+    no_dump = runner.invoke(app, ["migrate", "guide", "--dir", str(folder), "--access", str(access), "--check"])
+    assert no_dump.exit_code == 2
+
+
+def test_guide_document_without_migrations():
+    assert guide_document([], []) == {"guide_version": 1, "migrations": [], "notes": []}
