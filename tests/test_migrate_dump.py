@@ -513,3 +513,13 @@ def test_verify_finds_outlier_and_subset_elements_lost_from_the_files(tmp_path):
     overflow.write_bytes(b"".join(lines))
     [problem] = make_runner(data, migrations).verify()["0001_o"]
     assert "kept +" in problem and "moved, expected" in problem
+
+    # The subset step's own check: its full collection holds every element the documents had.
+    data = make_dump(tmp_path / "s")
+    migrations = write(tmp_path / "ms", "0001_s", STEPS["subset"])
+    make_runner(data, migrations).up()
+    assert make_runner(data, migrations).verify() == {"0001_s": []}
+    full = data / f"{STEPS['subset']['full_collection']}.json"
+    full.write_bytes(b"".join(full.read_bytes().splitlines(keepends=True)[1:]))  # one element lost
+    problems = make_runner(data, migrations).verify()["0001_s"]
+    assert any("expected" in p and STEPS["subset"]["full_collection"] in p for p in problems)

@@ -28,6 +28,9 @@ class ReadGuide:
     after: ReadPlan
     examined: dict[str, float | None]
     basis: str
+    # The read while up runs, for documents of both shapes (None when there is none: a migration of several
+    # steps, a collection renamed at once).
+    during: ReadPlan | None = None
 
     @property
     def changed(self) -> bool:
@@ -72,11 +75,18 @@ def build_guides(
                 STEP_OPERATIONS[step.name].rewrite_read(after, step, evidence)
             after.tidy()
             plans[index] = after
+            during = None
+            if len(migration.steps) == 1:
+                [step] = migration.steps
+                during = STEP_OPERATIONS[step.name].during_read(before, after, step)
+                if during is not None:
+                    during.tidy()
+                    during.differs |= after.differs  # what the step changes on purpose, it changes meanwhile too
+                    during.joined |= after.joined
             cost_before, basis = examined(before, evidence)
             cost_after, _ = examined(after, evidence)
-            guide.reads.append(
-                ReadGuide(plan.query.name, before, after, {"before": cost_before, "after": cost_after}, basis)
-            )
+            costs = {"before": cost_before, "after": cost_after}
+            guide.reads.append(ReadGuide(plan.query.name, before, after, costs, basis, during))
         for step in migration.steps:
             operation = STEP_OPERATIONS[step.name]
             guide.writes.extend(operation.writes(step, evidence))

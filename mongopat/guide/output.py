@@ -27,6 +27,9 @@ def migration_entry(guide: MigrationGuide) -> dict[str, Any]:
                 "parameters": parameters(read.before),
                 "before": {"collection": read.before.collection, "pipeline": read.before.pipeline()},
                 "after": {"collection": read.after.collection, "pipeline": read.after.pipeline()},
+                "during": None
+                if read.during is None
+                else {"collection": read.during.collection, "pipeline": read.during.pipeline()},
                 "documents_examined": {**read.examined, "basis": read.basis},
                 "notes": read.after.notes,
             }

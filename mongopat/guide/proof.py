@@ -94,7 +94,8 @@ def prove(
                 again = []
                 if read.before.collection == write.collection:
                     found = before_db[write.collection].find_one({"_id": written.get("_id")})
-                    again = [found] if found is not None else []
+                    again = [found if found is not None else written]  # a deleted one's values still bind
+                again += related_documents(guide, read, write, written, before_db)
                 again += sample_documents(before_db, read.before.collection, 1, rng, binding_filter(read.before))
                 for candidate in again:
                     _compare_read(read, candidate, before_db, after_db, migration, result, after=write.operation)
@@ -120,6 +121,22 @@ def binding_filter(plan: ReadPlan) -> dict[str, Any]:
         for name, op in plan.query.filter.items()
         if op != "exists"
     }
+
+
+def related_documents(
+    guide: MigrationGuide, read: ReadGuide, write: WritePlan, written: dict[str, Any], db: Any
+) -> list[dict[str, Any]]:
+    """Documents of the read's collection that copy from or aggregate the written one (a customer's
+    orders, a deal's account): the reads a write to another collection changes."""
+    found: list[dict[str, Any]] = []
+    for step in guide.migration.steps:
+        source = step.params.get("from")
+        if source != write.collection or read.before.collection != step.collection:
+            continue
+        key = get_path(written, step.params.get("foreign", "_id"))
+        if key is not None:
+            found.extend(db[step.collection].find({step.params.get("local", "_id"): key}).limit(2))
+    return found
 
 
 def read_values(plan: ReadPlan, document: dict[str, Any]) -> dict[str, Any] | None:
@@ -166,6 +183,8 @@ def relax(pipeline: list[dict[str, Any]], unbound: set[str]) -> list[dict[str, A
                 items = [without(item) for item in cond if not uses(item)]
                 if items:
                     kept[key] = items
+            elif key == "$or":  # each alternative without the condition
+                kept[key] = [without(item) for item in cond]
             elif not uses(cond):
                 kept[key] = cond
         return kept
@@ -215,10 +234,25 @@ def _compare_read(
         return
     result.reads_compared += 1
     result.documents_compared += len(before)
+    where = f" after the write {after}" if after else ""
     problem = compare(before, rewritten, read.after)
     if problem:
-        where = f" after the write {after}" if after else ""
         result.differences.append(Difference(migration, "read", read.name, problem + where, values))
+    if read.during is None:
+        return
+    # While up runs the collection holds both shapes: the read for that time must serve each of them.
+    during_pipeline = bind(relax(read.during.pipeline(), unbound), values)
+    for shape, db in (("old", before_db), ("new", after_db)):
+        try:
+            found = list(db[read.during.collection].aggregate(during_pipeline))
+        except Exception as exc:
+            message = f"the pipeline while up runs failed on the {shape} shape: {exc}"
+            result.differences.append(Difference(migration, "read", read.name, message, values))
+            continue
+        problem = compare(before, found, read.during)
+        if problem:
+            message = f"while up runs, on the {shape} shape: {problem}{where}"
+            result.differences.append(Difference(migration, "read", read.name, message, values))
 
 
 def compare(before: list[dict[str, Any]], after: list[dict[str, Any]], plan: ReadPlan) -> str | None:

@@ -1,7 +1,7 @@
 """A write as the driver commands the application sends, before and after a migration.
 
-A command is ``{"collection": name, "command": "insertOne" | "insertMany" | "updateOne" | "updateMany",
-...its arguments}`` (``document``, ``documents``, ``filter``, ``update``, ``upsert``), with ``{"$param":
+A command is ``{"collection": name, "command": "insertOne" | "insertMany" | "updateOne" | "updateMany" |
+"deleteOne", ...its arguments}`` (``document``, ``documents``, ``filter``, ``update``, ``upsert``), with ``{"$param":
 ...}`` placeholders; ``probability`` says the application sends it only that share of the times (the
 approximation pattern). :func:`run` sends bound commands to a database (pymongo's interface, mongomock's
 too).
@@ -61,6 +61,8 @@ def run(db: Any, commands: list[dict[str, Any]]) -> int:
             method = target.update_one if name == "updateOne" else target.update_many
             result = method(spec["filter"], spec["update"], upsert=bool(spec.get("upsert")))
             written += result.modified_count + (1 if result.upserted_id is not None else 0)
+        elif name == "deleteOne":
+            written += target.delete_one(spec["filter"]).deleted_count
         else:  # pragma: no cover - every command a guide writes is one of the above
             raise ValueError(f"unknown command {name!r}")
     return written

@@ -106,7 +106,17 @@ def _read(read: dict[str, Any]) -> list[str]:
             text += ", a range: `bound` lower inclusive, upper exclusive)" if item["range"] else ")"
             described.append(text)
         lines += ["Parameters: " + ", ".join(described) + ".", ""]
-    return lines + _today_and_after(read["before"]["pipeline"], read["after"]["pipeline"])
+    lines += _today_and_after(read["before"]["pipeline"], read["after"]["pipeline"])
+    during = (read.get("during") or {}).get("pipeline")
+    if during is None:
+        lines += ["No read serves both shapes while `migrate up` runs: switch to the rewritten read when it ends.", ""]
+    elif during == read["before"]["pipeline"]:
+        lines += ["While `migrate up` runs, today's read serves documents of both shapes.", ""]
+    elif during == read["after"]["pipeline"]:
+        lines += ["The rewritten read also serves documents of the old shape: deploy it before `migrate up`.", ""]
+    else:
+        lines += ["While `migrate up` runs (documents of both shapes):", "", "```json", json_lines(during), "```", ""]
+    return lines
 
 
 def _write(write: dict[str, Any]) -> list[str]:

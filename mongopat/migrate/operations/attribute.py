@@ -60,6 +60,20 @@ class Operation(DocumentOperation):
     def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
         return [(step.collection, dict(step.params["index"]))] if step.params.get("index") else []
 
+    def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan:
+        into, pivoted = step.params["into"], step.params["fields"]
+        during = before.copy()
+        if after.match != before.match:
+            during.match = {"$or": [before.match, after.match]}
+        restore = {name: {"$ifNull": [f"$_attributes.{name}", f"${name}"]} for name in pivoted}
+        stages = [
+            {"$set": {"_attributes": {"$arrayToObject": {"$ifNull": [f"${into}", []]}}}},
+            {"$set": restore},
+            {"$project": {"_attributes": 0}},
+        ]
+        during.insert_early(Stage("reshape", stages, list(restore)))
+        return during
+
     def new_shape(self, step: Step) -> str:
         p = step.params
         return f"{', '.join(p['fields'])} as {{k, v}} elements of `{p['into']}`"

@@ -99,6 +99,11 @@ class StepOperation:
         """Rewrite ``read`` in place for the shape this step leaves: its match on the new fields, reshape
         stages that give documents back the fields today's read returns, or parts made unnecessary."""
 
+    def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan | None:
+        """The read while ``up`` runs, when documents of both shapes are in the collection (None when no
+        read serves both): today's read, for a step that only adds fields (the old ones are still there)."""
+        return before.copy()
+
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
         """The application's writes the step changes, before and after."""
         return []

@@ -18,7 +18,7 @@ from typing import Any
 from mongopat.guide.cost import Evidence
 from mongopat.guide.placeholders import OMIT, is_param, param
 from mongopat.guide.reads import ReadPlan, Stage
-from mongopat.guide.writes import WritePlan, command, insert_one
+from mongopat.guide.writes import WritePlan, changed, command, insert_one
 from mongopat.migrate.operations.base import ANY, INT, LIST, STR, Param, Step, StepOperation, StepType
 from mongopat.migrate.transforms import Document, hashable_key
 
@@ -72,9 +72,104 @@ class Operation(StepOperation):
             "filtered as before"
         )
 
+    def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan:
+        """Readings and buckets alike: both matches, buckets unwound, readings passed through."""
+        series = step.params["series_key"]
+        during = before.copy()
+        if before.match:
+            during.match = {"$or": [before.match, after.match]}
+        stages: list[dict[str, Any]] = [
+            {"$set": {"_bucket": {"$isArray": "$readings"}}},
+            {"$unwind": {"path": "$readings", "preserveNullAndEmptyArrays": True}},
+            {"$set": {f"readings.{series}": f"${series}"}},
+            {"$replaceRoot": {"newRoot": {"$cond": ["$_bucket", "$readings", "$$ROOT"]}}},
+            {"$project": {"_bucket": 0, "readings": 0}},
+        ]
+        if before.match:
+            stages.append({"$match": before.match})
+        during.insert_early(Stage("reshape", stages, ["readings"]))
+        return during
+
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        per_sec = evidence.per_sec(step.collection, "inserts")
-        return [self._insert(step, per_sec)] if per_sec else []
+        plans = []
+        if per_sec := evidence.per_sec(step.collection, "inserts"):
+            plans.append(self._insert(step, per_sec))
+        if (per_sec := evidence.per_sec(step.collection, "updates")) and step.params.get("measurements"):
+            plans.append(self._update(step, per_sec))
+        if per_sec := evidence.per_sec(step.collection, "deletes"):
+            plans.append(self._delete(step, per_sec))
+        return plans
+
+    def _in_bucket(self, step: Step) -> dict[str, Any]:
+        """The bucket holding a reading: by series (routed on a collection sharded on it) and the reading."""
+        return {step.params["series_key"]: param(step.params["series_key"]), "readings._id": param("_id")}
+
+    def _update(self, step: Step, per_sec: float) -> WritePlan:
+        """A measurement of a reading changed: in its bucket, through the positional operator."""
+        series, measurements = step.params["series_key"], step.params["measurements"]
+        before = [
+            command(
+                step.collection,
+                "updateOne",
+                filter={"_id": param("_id")},
+                update={"$set": {name: param(name) for name in measurements}},
+            )
+        ]
+        after = [
+            command(
+                step.collection,
+                "updateOne",
+                filter=self._in_bucket(step),
+                update={"$set": {f"readings.$.{name}": param(name) for name in measurements}},
+            )
+        ]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            document = sample.document
+            values: dict[str, Any] = {"_id": document["_id"], series: document.get(series)}
+            for name in measurements:
+                value = document.get(name)
+                values[name] = (
+                    changed(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else OMIT
+                )
+            return values, values
+
+        parameters = {"_id": "the reading's _id", series: "its series"}
+        parameters.update({name: f"the new {name}" for name in measurements})
+        return WritePlan(
+            step.collection,
+            "update_reading",
+            f"change the measurements of a reading of {step.collection}",
+            before,
+            after,
+            parameters,
+            per_sec,
+            {"before": 1, "after": 1},
+            binder,
+        )
+
+    def _delete(self, step: Step, per_sec: float) -> WritePlan:
+        """A reading deleted: pulled out of its bucket, which counts one reading less."""
+        series = step.params["series_key"]
+        before = [command(step.collection, "deleteOne", filter={"_id": param("_id")})]
+        update = {"$pull": {"readings": {"_id": param("_id")}}, "$inc": {"count": -1}}
+        after = [command(step.collection, "updateOne", filter=self._in_bucket(step), update=update)]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            values = {"_id": sample.document["_id"], series: sample.document.get(series)}
+            return values, values
+
+        return WritePlan(
+            step.collection,
+            "delete_reading",
+            f"delete a reading of {step.collection}",
+            before,
+            after,
+            {"_id": "the reading's _id", series: "its series"},
+            per_sec,
+            {"before": 1, "after": 1},
+            binder,
+        )
 
     def _insert(self, step: Step, per_sec: float) -> WritePlan:
         """A reading is pushed into the current bucket of its series, which the upsert creates when there is

@@ -47,6 +47,9 @@ class Operation(DocumentOperation):
     def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
         return [(step.collection, dict(step.params["index"]))] if step.params.get("index") else []
 
+    def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan:
+        return after.copy()  # a document of the old shape goes through the rewritten read unchanged
+
     def new_shape(self, step: Step) -> str:
         p = step.params
         return f"`{p['field']}` an array of documents, each holding its key in `{p['key_field']}`"

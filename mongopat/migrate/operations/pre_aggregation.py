@@ -7,7 +7,7 @@ from typing import Any
 from mongopat.guide.cost import Evidence
 from mongopat.guide.placeholders import OMIT, param
 from mongopat.guide.reads import ReadPlan, Stage
-from mongopat.guide.writes import WritePlan, command, insert_one
+from mongopat.guide.writes import WritePlan, changed, command, insert_one
 from mongopat.migrate.operations.base import DICT, STR, AddsFields, Param, Step, StepError, StepType
 from mongopat.migrate.transforms import Context, Document, Result, get_path, hashable_key
 
@@ -50,7 +50,63 @@ class Operation(AddsFields):
         per_sec = evidence.per_sec(step.params["from"], "inserts")
         if per_sec:
             plans.append(self._related_insert(step, per_sec))
+        per_sec = evidence.per_sec(step.params["from"], "updates")
+        if per_sec:
+            plans.append(self._related_update(step, per_sec))
         return plans
+
+    def _related_update(self, step: Step, per_sec: float) -> WritePlan:
+        """An update of a field the aggregates read adjusts them: sums and counts by the difference it
+        makes, the others recomputed."""
+        p = step.params
+        source, into, foreign = p["from"], p["into"], p["foreign"]
+        fields = list(dict.fromkeys(f for spec in p["compute"].values() for f in _fields_read(spec)))
+        changes = {name: param(name) for name in fields}
+        before = [command(source, "updateOne", filter={"_id": param("_id")}, update={"$set": changes})]
+        adjust: dict[str, Any] = {}
+        for name, spec in p["compute"].items():
+            op = next(iter(spec))
+            operator = "$inc" if op in ("sum", "count") else "$set"
+            adjust.setdefault(operator, {})[f"{into}.{name}"] = param(f"{name}Change" if operator == "$inc" else name)
+        after = [*before, command(step.collection, "updateOne", filter={p["local"]: param(foreign)}, update=adjust)]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            from mongopat.migrate.runner import aggregate_in_python
+
+            old = sample.document
+            key = get_path(old, foreign)
+            new = {**old, **{name: _other(old.get(name), p["compute"]) for name in fields}}
+            values = {"_id": old["_id"], **{name: new[name] for name in fields}}
+            rows = [new if row["_id"] == old["_id"] else row for row in sample.after[source].find({foreign: key})]
+            fresh = aggregate_in_python(rows, step).get(hashable_key(key), empty_aggregates(p["compute"]))
+            previous = aggregate_in_python([old], step).get(hashable_key(key), empty_aggregates(p["compute"]))
+            current = aggregate_in_python([new], step).get(hashable_key(key), empty_aggregates(p["compute"]))
+            after_values: dict[str, Any] = {**values, foreign: key}
+            for name, spec in p["compute"].items():
+                if next(iter(spec)) in ("sum", "count"):
+                    after_values[f"{name}Change"] = current[name] - previous[name]
+                else:
+                    after_values[name] = fresh[name]
+            return values, after_values
+
+        descriptions = {"_id": f"the {source} document's _id", foreign: f"its {foreign}"}
+        descriptions.update({name: f"its new {name}" for name in fields})
+        for name, spec in p["compute"].items():
+            if next(iter(spec)) in ("sum", "count"):
+                descriptions[f"{name}Change"] = f"how much the update changes {name} (new value minus old)"
+            else:
+                descriptions[name] = f"{name} recomputed over the related documents"
+        return WritePlan(
+            source,
+            "update_related",
+            f"update {', '.join(f'`{f}`' for f in fields)} of a document of {source}",
+            before,
+            after,
+            descriptions,
+            per_sec,
+            {"before": 1, "after": 2},
+            binder,
+        )
 
     def _related_insert(self, step: Step, per_sec: float) -> WritePlan:
         """An insert of a related document updates the stored aggregates of the document it belongs to."""
@@ -156,3 +212,23 @@ class Operation(AddsFields):
 
 def empty_aggregates(compute: dict[str, dict[str, Any]]) -> Document:
     return {name: 0 if next(iter(spec)) in ("sum", "count") else None for name, spec in compute.items()}
+
+
+def _fields_read(spec: dict[str, Any]) -> list[str]:
+    op, argument = next(iter(spec.items()))
+    if op == "count":
+        return list(argument) if isinstance(argument, dict) else []
+    return [argument]
+
+
+def _other(value: Any, compute: dict[str, dict[str, Any]]) -> Any:
+    """Another value for a field the aggregates read: a number moves, a counted condition flips."""
+    for spec in compute.values():
+        op, argument = next(iter(spec.items()))
+        if op == "count" and isinstance(argument, dict) and value in argument.values():
+            return f"not {value}"
+        if op == "count" and isinstance(argument, dict) and argument:
+            wanted = next((v for v in argument.values()), None)
+            if isinstance(value, type(wanted)):
+                return wanted
+    return changed(value)

@@ -53,6 +53,9 @@ class Operation(StepOperation):
             )
         ]
 
+    def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan | None:
+        return None  # the rename is one command: the application switches names when up has finished
+
     def deploy(self, step: Step) -> dict[str, list[str]]:
         old, new = step.collection, step.params["to"]
         return {

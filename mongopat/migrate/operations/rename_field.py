@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from mongopat.guide.cost import Evidence
-from mongopat.guide.reads import ReadPlan, rename_in_match
+from mongopat.guide.reads import ReadPlan, Stage, rename_in_match
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result, has_path, pop_path, set_path
 
@@ -25,6 +25,14 @@ class Operation(DocumentOperation):
             sort.stages = [{"$sort": renamed}]
         read.sources = {name: _renamed(source, old, new) for name, source in read.sources.items()}
         read.reshape([{"$set": {old: f"${new}"}}], [old])
+
+    def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan:
+        old, new = step.params["from"], step.params["to"]
+        during = before.copy()
+        if after.match != before.match:
+            during.match = {"$or": [before.match, after.match]}
+        during.insert_early(Stage("reshape", [{"$set": {old: {"$ifNull": [f"${new}", f"${old}"]}}}], [old]))
+        return during
 
     def new_shape(self, step: Step) -> str:
         return f"`{step.params['from']}` named `{step.params['to']}`"

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import datetime
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from mongopat.guide.cost import Evidence
+from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
+from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import DICT, INT, STR, DocumentOperation, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result, get_path
 
@@ -52,12 +55,14 @@ class Operation(DocumentOperation):
             "$arrayToObject": {"$filter": {"input": {"$objectToArray": "$$element"}, "as": "pair", "cond": bookkeeping}}
         }
         elements = {"$map": {"input": "$_full", "as": "element", "in": element}}
+        # A document the step has not migrated yet (while up runs) has no count and keeps its whole list.
+        migrated = {"$gt": [{"$ifNull": [f"$_doc.{name}Count", -1]}, -1]}
         stages: list[dict[str, Any]] = [
             {"$lookup": {"from": full, "localField": "_id", "foreignField": "parentId", "as": "_full"}},
             {"$unwind": {"path": "$_full", "preserveNullAndEmptyArrays": True}},
             {"$sort": {"_full.index": 1}},
             {"$group": {"_id": "$_id", "_doc": {"$first": "$$ROOT"}, "_full": {"$push": "$_full"}}},
-            {"$set": {f"_doc.{name}": {"$cond": [{"$isArray": f"$_doc.{name}"}, elements, f"$_doc.{name}"]}}},
+            {"$set": {f"_doc.{name}": {"$cond": [migrated, elements, f"$_doc.{name}"]}}},
             {"$replaceRoot": {"newRoot": "$_doc"}},
             {"$project": {"_full": 0}},
         ]
@@ -67,6 +72,72 @@ class Operation(DocumentOperation):
 
     def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
         return [(name, {"parentId": 1}) for name in step.created_collections()]
+
+    def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan:
+        # The embedded elements of a migrated document are the first ones in the step's order: today's sort
+        # and slice give the same result on them. A read of the whole list joins only migrated documents.
+        embed_before, embed_after = before.find("embed"), after.find("embed")
+        served = embed_before is not None and embed_after is not None and embed_after.stages != embed_before.stages
+        return before.copy() if served else after.copy()
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        plans = super().writes(step, evidence)
+        per_sec = evidence.per_sec(step.collection, "updates")
+        if per_sec:
+            plans.append(self._add_element(step, per_sec))
+        return plans
+
+    def _add_element(self, step: Step, per_sec: float) -> WritePlan:
+        """An element added to the list: pushed in the step's order and cut at ``keep``, counted, and
+        inserted into the full collection at the next index."""
+        p = step.params
+        name, full = p["field"], p["full_collection"]
+        push: dict[str, Any] = {"$each": [param("element")], "$slice": p["keep"]}
+        if p["sort"]:
+            push["$sort"] = dict(p["sort"])
+        before = [
+            command(
+                step.collection, "updateOne", filter={"_id": param("_id")}, update={"$push": {name: param("element")}}
+            )
+        ]
+        after = [
+            command(
+                step.collection,
+                "updateOne",
+                filter={"_id": param("_id")},
+                update={"$push": {name: push}, "$inc": {f"{name}Count": 1}},
+            ),
+            command(full, "insertOne", document=param("fullDocument", shape="new")),
+        ]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            parent = sample.document["_id"]
+            current = sample.after[step.collection].find_one({"_id": parent})
+            elements = sample.document.get(name)
+            if current is None or not isinstance(elements, list) or not elements or not isinstance(elements[-1], dict):
+                return None
+            element = newest(elements, p["sort"])
+            index = current.get(f"{name}Count", len(elements))
+            full_document = {"_id": {"parent": parent, "index": index}, "parentId": parent, "index": index, **element}
+            values = {"_id": parent, "element": element}
+            return values, {**values, "fullDocument": full_document}
+
+        return WritePlan(
+            step.collection,
+            "add_element",
+            f"add an element to `{name}` of a document of {step.collection}",
+            before,
+            after,
+            {
+                "_id": "the document's _id",
+                "element": "the new element",
+                "fullDocument": f"the element for {full}: `_id` {{parent, index}}, `parentId`, `index` = the "
+                f"document's `{name}Count` before the push, and the element's fields",
+            },
+            per_sec,
+            {"before": 1, "after": 2},
+            binder,
+        )
 
     def new_shape(self, step: Step) -> str:
         p = step.params
@@ -126,6 +197,19 @@ class Operation(DocumentOperation):
         restore_field(result, original, f"{field}Count")
         return result
 
+    def verify_files(
+        self,
+        step: Step,
+        stats: dict[str, Any],
+        documents: Callable[[str], Iterable[Document]],
+        count: Callable[[str], int],
+    ) -> list[str]:
+        """The full list holds every element the documents had."""
+        expected = stats.get("elements", 0)
+        if count(step.params["full_collection"]) != expected:
+            return [f"{step.params['full_collection']}: expected {expected} elements"]
+        return []
+
 
 def _element(item: Document) -> Any:
     """A full-list document back to the element it was (a document, or a wrapped scalar)."""
@@ -154,15 +238,17 @@ def _sorted(elements: list[Any], spec: dict[str, int]) -> list[Any]:
     except TypeError:  # values of mixed types: keep the stored order
         return list(elements)
 
-    def verify_files(
-        self,
-        step: Step,
-        stats: dict[str, Any],
-        documents: Callable[[str], Iterable[Document]],
-        count: Callable[[str], int],
-    ) -> list[str]:
-        """The full list holds every element the documents had."""
-        expected = stats.get("elements", 0)
-        if count(step.params["full_collection"]) != expected:
-            return [f"{step.params['full_collection']}: expected {expected} elements"]
-        return []
+
+def newest(elements: list[Any], sort: dict[str, int]) -> Document:
+    """A new element like the last one, first in the step's order (a proof adds it to a list)."""
+    element = copy.deepcopy(elements[-1])
+    for key, direction in (sort or {}).items():
+        values = [e.get(key) for e in elements if isinstance(e, dict) and e.get(key) is not None]
+        if values and all(isinstance(v, datetime.datetime) for v in values):
+            step_ = datetime.timedelta(minutes=1)
+            element[key] = max(values) + step_ if direction == -1 else min(values) - step_
+        elif values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            element[key] = max(values) + 1 if direction == -1 else min(values) - 1
+    if "_id" in element:
+        element["_id"] = f"{element['_id']}-new"
+    return element
