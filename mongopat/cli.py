@@ -674,7 +674,7 @@ def migrate_plan(
         elif not dry_run:
             console.print(f"review the files, commit them, then: mongopat migrate up --dir {dir}", markup=False)
         if files:
-            console.print(guide_hint(from_, dir), markup=False)
+            console.print(guide_hint(from_, dir), markup=False, soft_wrap=True)
         return 1 if refused else 0
 
     run(body)
@@ -1062,7 +1062,11 @@ def migrate_guide(
             with progress:
                 document = command.migrate_guide(dir, access, source, report, ids, every, start)
         if format == "json":
-            text = json.dumps(document, indent=2, ensure_ascii=False, default=_json_default) + "\n"
+            from bson import json_util as bson_json
+
+            # Relaxed Extended JSON, the form drivers accept: a date in a step's value stays a date.
+            options = bson_json.RELAXED_JSON_OPTIONS
+            text = bson_json.dumps(document, json_options=options, indent=2, ensure_ascii=False) + "\n"
         else:
             from mongopat.render.guide import guide_markdown
 

@@ -384,3 +384,33 @@ def test_guide_input_errors_exit_2(tmp_path):
 
 def test_guide_document_without_migrations():
     assert guide_document([], []) == {"guide_version": 1, "migrations": [], "notes": []}
+
+
+def test_plan_mentions_the_guide_and_the_html_report_shows_rewritten_reads(tmp_path):
+    scenario = SCENARIOS["iot"]()
+    write_scenario(scenario, tmp_path / "data")
+    dump, access = tmp_path / "data" / scenario.database, tmp_path / "data" / "access.yaml"
+    runner = CliRunner()
+    recs, html = tmp_path / "recs.json", tmp_path / "advice.html"
+    args = ["recommend", "--dump", str(dump), "--access", str(access), "-q", "-o", str(recs), "--html", str(html)]
+    assert runner.invoke(app, args).exit_code == 0
+    page = html.read_text()
+    assert "Read sensor_range on readings" in page and "$unwind" in page and "Write: insert a reading" in page
+    planned = runner.invoke(app, ["migrate", "plan", "--from", str(recs), "--dir", str(tmp_path / "m"), "-y"])
+    assert planned.exit_code == 0, planned.output
+    assert "mongopat migrate guide --dir" in planned.output and f"--access {access}" in planned.output
+
+
+def test_guide_json_is_relaxed_extended_json(tmp_path):
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    spec = {"step": "set_field", "collection": "people", "field": "since", "value": datetime.datetime(2024, 1, 2)}
+    (folder / "0001_since.yaml").write_text(render("0001_since", "since", [spec]))
+    access = tmp_path / "access.yaml"
+    access.write_text(GENERATED_ACCESS)
+    result = CliRunner().invoke(app, ["migrate", "guide", "--dir", str(folder), "--access", str(access), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    document = json_util.loads(result.stdout)
+    [migration] = document["migrations"]
+    assert migration["reads"][0]["documents_examined"]["before"] is None  # no analysis given
+    assert any("no analysis" in note for note in document["notes"])
