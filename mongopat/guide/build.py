@@ -66,7 +66,8 @@ def build_guides(
             continue
         touched = set(migration.collections)
         for index, plan in enumerate(plans):
-            if plan.collection not in touched:
+            joined = {stage.spec.source for stage in plan.stages if stage.kind in ("lookup", "aggregate")} & touched
+            if plan.collection not in touched and not joined:
                 continue
             before = plan.copy()
             after = plan.copy()
@@ -74,6 +75,9 @@ def build_guides(
             for step in migration.steps:
                 STEP_OPERATIONS[step.name].rewrite_read(after, step, evidence)
             after.tidy()
+            renamed = {s.collection for s in migration.steps if s.name == "rename_collection"}
+            for name in sorted(joined - renamed - {plan.collection}):
+                after.notes.append(f"joins {name}, which this migration changes: check the joined fields by hand")
             plans[index] = after
             during = None
             if len(migration.steps) == 1:

@@ -68,9 +68,10 @@ def run(db: Any, commands: list[dict[str, Any]]) -> int:
     return written
 
 
-def insert_write(step: Any, new_shape: str, per_sec: float | None) -> WritePlan:
+def insert_write(step: Any, new_shape: str, per_sec: float | None, side_documents: float | None = 1.0) -> WritePlan:
     """An insert into the step's collection: after the migration the document is inserted in the new shape,
-    with the documents the step keeps in other collections (a history revision, the full list, overflow)."""
+    with the documents the step keeps in other collections (a history revision, the full list, overflow):
+    ``side_documents`` of them on average (None: unknown)."""
     side = step.created_collections()
     after = [command(step.collection, "insertOne", document=param("document", shape="new"))]
     after += [command(name, "insertMany", documents=param(f"{name}Documents", shape="new")) for name in side]
@@ -92,7 +93,7 @@ def insert_write(step: Any, new_shape: str, per_sec: float | None) -> WritePlan:
         after,
         parameters,
         per_sec,
-        {"before": 1, "after": 1 + len(side) if side else 1},
+        {"before": 1, "after": (None if side_documents is None else round(1 + side_documents, 2)) if side else 1},
         binder,
     )
 

@@ -148,7 +148,13 @@ class DocumentOperation(StepOperation):
         from mongopat.guide.writes import insert_write
 
         per_sec = evidence.per_sec(step.collection, "inserts")
-        return [insert_write(step, self.new_shape(step), per_sec)] if per_sec else []
+        return (
+            [insert_write(step, self.new_shape(step), per_sec, self.side_documents(step, evidence))] if per_sec else []
+        )
+
+    def side_documents(self, step: Step, evidence: Evidence) -> float | None:
+        """Documents a new document adds to the collections the step creates, on average."""
+        return float(len(step.created_collections()))
 
     def verify_files(
         self,

@@ -69,6 +69,12 @@ class Operation(DocumentOperation):
     def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan:
         return after.copy()  # a document of the old shape goes through the rewritten read unchanged
 
+    def side_documents(self, step: Step, evidence: Evidence) -> float | None:
+        mean = evidence.mean_length(step.collection, step.params["field"])
+        if mean is None:
+            return None
+        return max(0.0, (mean - step.params["threshold"]) / step.params["threshold"])  # pages past the head
+
     def new_shape(self, step: Step) -> str:
         p = step.params
         return (

@@ -139,6 +139,9 @@ class Operation(DocumentOperation):
             binder,
         )
 
+    def side_documents(self, step: Step, evidence: Evidence) -> float | None:
+        return evidence.mean_length(step.collection, step.params["field"])  # one per element
+
     def new_shape(self, step: Step) -> str:
         p = step.params
         return (
