@@ -414,3 +414,25 @@ def test_guide_json_is_relaxed_extended_json(tmp_path):
     [migration] = document["migrations"]
     assert migration["reads"][0]["documents_examined"]["before"] is None  # no analysis given
     assert any("no analysis" in note for note in document["notes"])
+
+
+def test_the_guide_of_the_bucket_step_recommended_for_real_weather_observations_is_proven(mongo, tmp_path):
+    """Real data (MongoDB's public weather sample, nested documents): the MP101 bucket migration mongopat
+    recommends, its reads and writes proven. (The MP104 computed total recommended for the real sales is
+    not: its prices are Decimal128, which mongomock's $multiply refuses; a real server proves it.)"""
+    real = Path(__file__).parent / "fixtures" / "real"
+    spec = SourceSpec(dump=str(real / "sample_weatherdata.archive.gz"))
+    report = analyze(spec)
+    access_path = real / "weatherdata.access.yaml"
+    result = recommend(report, str(access_path), {"MP101": {"min_documents": 100}})
+    folder = tmp_path / "migrations"
+    plan(result["recommendations"], folder)
+    from mongopat.sources import open_source
+
+    with open_source(spec) as source:
+        data = {name: [doc for doc, _ in source.documents(name, None)] for name in source.collections()}
+    access = parse_access_text(access_path.read_text(), str(access_path), [c["name"] for c in report["collections"]])
+    [(guide, result)] = prove_folder(mongo, data, access, folder, report, samples=5)
+    assert guide.migration.steps[0].name == "bucket"
+    assert result.differences == [], [str(d) for d in result.differences]
+    assert result.documents_compared > 0 and result.writes_applied > 0
