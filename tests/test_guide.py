@@ -122,7 +122,7 @@ GENERATED_ACCESS = """
 version: 1
 collections:
   people:
-    writes: {inserts_per_sec: 1}
+    writes: {inserts_per_sec: 1, updates_per_sec: 1}
     queries:
       - {name: by_city, filter: {city: eq}, sort: {born: 1}, per_sec: 10}
       - {name: by_age, filter: {age: range}, fields: [city, age, nick], per_sec: 5}

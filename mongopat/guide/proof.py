@@ -78,7 +78,10 @@ def prove(
         if write.binder is None:
             result.skipped.append(f"{write.operation} on {write.collection}: no binder")
             continue
-        for document in sample_documents(before_db, write.collection, 2, rng):
+        documents = sample_documents(before_db, write.collection, 2, rng, write.sample_filter)
+        if write.sample_filter:  # and one document of any kind (an attribute it lacks is added)
+            documents += sample_documents(before_db, write.collection, 1, rng)
+        for document in documents:
             bound = write.binder(Sample(before_db, after_db, document, rng))
             if bound is None:
                 continue

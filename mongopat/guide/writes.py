@@ -34,6 +34,8 @@ class WritePlan:
     binder: Binder | None = None
     # Approximate writes are proven by their totals over many writes, not one by one.
     approximate: bool = False
+    # The documents the proof samples to bind it (those holding the field a write changes).
+    sample_filter: dict[str, Any] | None = None
 
 
 def command(collection: str, name: str, **arguments: Any) -> dict[str, Any]:

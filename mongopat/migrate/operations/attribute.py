@@ -6,8 +6,9 @@ import copy
 from typing import Any
 
 from mongopat.guide.cost import Evidence
-from mongopat.guide.placeholders import is_param
+from mongopat.guide.placeholders import is_param, param
 from mongopat.guide.reads import ReadPlan, Stage
+from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import DICT, LIST, STR, DocumentOperation, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result
 
@@ -73,6 +74,52 @@ class Operation(DocumentOperation):
         ]
         during.insert_early(Stage("reshape", stages, list(restore)))
         return during
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        plans = super().writes(step, evidence)
+        per_sec = evidence.per_sec(step.collection, "updates")
+        if per_sec and step.params["fields"]:
+            plans.append(self._update(step, per_sec, step.params["fields"][0]))
+        return plans
+
+    def _update(self, step: Step, per_sec: float, name: str) -> WritePlan:
+        """A pivoted field set: its pair's value where the pair exists, a new pair where it does not (the
+        second command matches only then). Shown for the first field; the others are the same."""
+        into = step.params["into"]
+        before = [
+            command(step.collection, "updateOne", filter={"_id": param("_id")}, update={"$set": {name: param("value")}})
+        ]
+        after = [
+            command(
+                step.collection,
+                "updateOne",
+                filter={"_id": param("_id"), f"{into}.k": name},
+                update={"$set": {f"{into}.$.v": param("value")}},
+            ),
+            command(
+                step.collection,
+                "updateOne",
+                filter={"_id": param("_id"), f"{into}.k": {"$ne": name}},
+                update={"$push": {into: {"k": name, "v": param("value")}}},
+            ),
+        ]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            values = {"_id": sample.document["_id"], "value": changed(sample.document.get(name))}
+            return values, values
+
+        return WritePlan(
+            step.collection,
+            "update_attribute",
+            f"set `{name}` (or any pivoted field) of a document of {step.collection}",
+            before,
+            after,
+            {"_id": "the document's _id", "value": f"the new {name}"},
+            per_sec,
+            {"before": 1, "after": 1},
+            binder,
+            sample_filter={name: {"$exists": True}},
+        )
 
     def new_shape(self, step: Step) -> str:
         p = step.params

@@ -6,9 +6,11 @@ import copy
 from typing import Any
 
 from mongopat.guide.cost import Evidence
+from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage, rename_in_match
+from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
-from mongopat.migrate.transforms import Context, Document, Result, has_path, pop_path, set_path
+from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
 
 
 class Operation(DocumentOperation):
@@ -33,6 +35,40 @@ class Operation(DocumentOperation):
             during.match = {"$or": [before.match, after.match]}
         during.insert_early(Stage("reshape", [{"$set": {old: {"$ifNull": [f"${new}", f"${old}"]}}}], [old]))
         return during
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        plans = super().writes(step, evidence)
+        per_sec = evidence.per_sec(step.collection, "updates")
+        if not per_sec:
+            return plans
+        old, new = step.params["from"], step.params["to"]
+
+        def update(name: str) -> list[dict[str, Any]]:
+            return [
+                command(
+                    step.collection, "updateOne", filter={"_id": param("_id")}, update={"$set": {name: param("value")}}
+                )
+            ]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            values = {"_id": sample.document["_id"], "value": changed(get_path(sample.document, old))}
+            return values, values
+
+        plans.append(
+            WritePlan(
+                step.collection,
+                "update_renamed",
+                f"set `{old}` of a document of {step.collection}",
+                update(old),
+                update(new),
+                {"_id": "the document's _id", "value": f"the new {old}"},
+                per_sec,
+                {"before": 1, "after": 1},
+                binder,
+                sample_filter={old: {"$exists": True}},
+            )
+        )
+        return plans
 
     def new_shape(self, step: Step) -> str:
         return f"`{step.params['from']}` named `{step.params['to']}`"
