@@ -164,10 +164,9 @@ def needed_indexes(
             continue
         collection = read.after.collection
         wanted = list(keys)
-        info = evidence.collections.get(collection) or {}
         if any(_serves(list(k), wanted) for c, k in created if c == collection):
             status = "created by the migrations"
-        elif any(_serves([name for name, _ in index["key"]], wanted) for index in info.get("indexes", [])):
+        elif any(_serves(names, wanted) for names in evidence.indexes(collection)):
             status = "exists"
         else:
             status = "to add"

@@ -14,44 +14,50 @@ import math
 from typing import Any
 
 from mongopat.access.model import AccessFile
+from mongopat.rules.base import CollectionEvidence
 
 RANGE_SECONDS = 3600
 
 
 class Evidence:
+    """The report's collections as the rules see them (:class:`CollectionEvidence`), and the access file."""
+
     def __init__(self, access: AccessFile, report: dict[str, Any] | None = None) -> None:
         self.access = access
-        self.collections = {c["name"]: c for c in (report or {}).get("collections", [])}
-
-    # -- the access file -----------------------------------------------------------------------------
+        self.collections = {
+            c["name"]: CollectionEvidence(c, access.collection(c["name"]))
+            for c in (report or {}).get("collections", [])
+        }
 
     def per_sec(self, collection: str, kind: str) -> float | None:
         """Declared ``inserts``, ``updates`` or ``deletes`` per second of ``collection``."""
         spec = self.access.collection(collection)
         return getattr(spec.writes, f"{kind}_per_sec") if spec is not None else None
 
-    # -- the report ----------------------------------------------------------------------------------
-
     def count(self, collection: str) -> int | None:
-        info = self.collections.get(collection)
-        return info.get("count") if info else None
+        found = self.collections.get(collection)
+        return found.data.get("count") if found else None
 
     def field(self, collection: str, path: str) -> dict[str, Any] | None:
-        info = self.collections.get(collection) or {}
-        return next((f for f in info.get("fields", []) if f["path"] == path), None)
+        found = self.collections.get(collection)
+        return found.field(path) if found else None
 
     def distinct(self, collection: str, path: str) -> int | None:
-        found = self.field(collection, path)
-        cardinality = (found or {}).get("cardinality") or {}
-        return cardinality.get("distinct") or None
+        found = self.collections.get(collection)
+        return (found.cardinality(path) or None) if found else None
 
     def mean_length(self, collection: str, path: str) -> float | None:
-        array = ((self.field(collection, path) or {}).get("array")) or {}
+        array = (self.field(collection, path) or {}).get("array")
         return array.get("mean") if array else None
 
     def time(self, collection: str, path: str) -> dict[str, Any] | None:
-        info = self.collections.get(collection) or {}
-        return next((t for t in info.get("time", []) if t["field"] == path), None)
+        found = self.collections.get(collection)
+        return found.profile(path) if found else None
+
+    def indexes(self, collection: str) -> list[list[str]]:
+        """The key names of the collection's analysed indexes."""
+        found = self.collections.get(collection)
+        return [[name for name, _ in index["key"]] for index in found.data.get("indexes", [])] if found else []
 
     def per_key(self, collection: str, key: str) -> float | None:
         """Documents per distinct value of ``key`` (orders per customer)."""

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
-from mongopat.guide.cost import Evidence
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result, get_path, set_path
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(AddsFields):

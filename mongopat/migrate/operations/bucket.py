@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.guide.cost import Evidence
 from mongopat.guide.placeholders import OMIT, is_param, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
 from mongopat.migrate.operations.base import ANY, INT, LIST, STR, Param, Step, StepOperation, StepType
 from mongopat.migrate.transforms import Document, hashable_key
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(StepOperation):

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongopat.expressions import ExpressionError, evaluate, parse
-from mongopat.guide.cost import Evidence
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType
 from mongopat.migrate.transforms import Context, Document, Result, set_path
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(AddsFields):

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.guide.cost import Evidence
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, changed, command, scalar
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(AddsFields):

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.guide.cost import Evidence, rounded
+from mongopat.guide.cost import rounded
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import LIST, STR, AddsFields, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, hashable_key
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(AddsFields):

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.guide.cost import Evidence
 from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import INT, STR, DocumentOperation, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(DocumentOperation):

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.guide.cost import Evidence
 from mongopat.guide.placeholders import OMIT, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
 from mongopat.migrate.operations.base import DICT, STR, AddsFields, Param, Step, StepError, StepType
 from mongopat.migrate.transforms import Context, Document, Result, get_path, hashable_key
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(AddsFields):

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.guide.cost import Evidence
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage, rename_in_match
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(DocumentOperation):

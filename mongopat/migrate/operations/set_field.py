@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.guide.cost import Evidence
 from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import ANY, STR, DocumentOperation, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, set_path
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(DocumentOperation):

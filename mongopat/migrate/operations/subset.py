@@ -5,14 +5,16 @@ from __future__ import annotations
 import copy
 import datetime
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.guide.cost import Evidence
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import DICT, INT, STR, DocumentOperation, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result, get_path
+
+if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
 
 
 class Operation(DocumentOperation):
