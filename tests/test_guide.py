@@ -186,12 +186,12 @@ def test_generated_step_types_are_proven_too(mongo, tmp_path, kind):
         assert by_city.after.collection == "persons"
 
 
-def _export(tmp_path: Path, documents: list[dict[str, Any]]) -> Path:
+def _export(tmp_path: Path, documents: list[dict[str, Any]], collection: str = "people") -> Path:
     from conftest import write_export
 
     folder = tmp_path / "export"
     folder.mkdir(exist_ok=True)
-    write_export(folder, "people", documents)
+    write_export(folder, collection, documents)
     return folder
 
 
@@ -436,3 +436,23 @@ def test_the_guide_of_the_bucket_step_recommended_for_real_weather_observations_
     assert guide.migration.steps[0].name == "bucket"
     assert result.differences == [], [str(d) for d in result.differences]
     assert result.documents_compared > 0 and result.writes_applied > 0
+
+
+def test_an_element_added_past_an_outlier_head_goes_to_the_last_page_or_a_new_one(mongo, tmp_path):
+    """Lengths chosen so that the proof meets each case: a head with room (3), a full head without pages
+    (10), a full last page (20: the element needs a new page), a last page with room (25)."""
+    documents = [{"_id": n, "items": [{"n": i} for i in range(n)]} for n in (3, 10, 20, 25)]
+    access = parse_access_text(
+        "version: 1\ncollections:\n  lists:\n    writes: {updates_per_sec: 1}\n"
+        "    queries:\n      - {name: one, filter: {_id: eq}, per_sec: 1}\n",
+        "access.yaml",
+    )
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    spec = {"step": "outlier", "collection": "lists", "field": "items", "threshold": 10, "overflow_collection": "pages"}
+    (folder / "0001_outlier.yaml").write_text(render("0001_outlier", "outlier", [spec]))
+    report = analyze(SourceSpec(dump=str(_export(tmp_path, documents, "lists"))))
+    # The proof samples the two long lists, and one list of any length.
+    [(guide, result)] = prove_folder(mongo, {"lists": documents}, access, folder, report)
+    assert result.differences == [], [str(d) for d in result.differences]
+    assert [w.operation for w in guide.writes] == ["add_element"] and result.writes_applied == 3

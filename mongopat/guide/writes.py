@@ -1,10 +1,11 @@
 """A write as the driver commands the application sends, before and after a migration.
 
 A command is ``{"collection": name, "command": "insertOne" | "insertMany" | "updateOne" | "updateMany" |
-"deleteOne", ...its arguments}`` (``document``, ``documents``, ``filter``, ``update``, ``upsert``), with ``{"$param":
-...}`` placeholders; ``probability`` says the application sends it only that share of the times (the
-approximation pattern). :func:`run` sends bound commands to a database (pymongo's interface, mongomock's
-too).
+"deleteOne", ...its arguments}``
+(``document``, ``documents``, ``filter``, ``update``, ``upsert``), with ``{"$param": ...}`` placeholders;
+``probability`` says the application sends it only that share of the times (the approximation pattern);
+``unless_matched`` that it is sent only when the commands before it (since the last one without the mark)
+matched no document. :func:`run` sends bound commands to a database (pymongo's interface, mongomock's too).
 """
 
 from __future__ import annotations
@@ -47,26 +48,34 @@ def insert_one(collection: str) -> dict[str, Any]:
 
 
 def run(db: Any, commands: list[dict[str, Any]]) -> int:
-    """Send bound commands; returns the documents they wrote (inserted, modified or upserted)."""
+    """Send bound commands; returns the documents they wrote (inserted, modified or upserted). A command
+    marked ``unless_matched`` is sent only when no command since the last unmarked one matched a document
+    (the next place to try: the last overflow page, then a new one)."""
     written = 0
+    matched = False
     for spec in commands:
+        if spec.get("unless_matched") and matched:
+            continue
         target = db[spec["collection"]]
         name = spec["command"]
         if name == "insertOne":
             target.insert_one(copy.deepcopy(spec["document"]))
-            written += 1
+            written, hit = written + 1, True
         elif name == "insertMany":
             if spec["documents"]:
                 target.insert_many(copy.deepcopy(spec["documents"]))
-            written += len(spec["documents"])
+            written, hit = written + len(spec["documents"]), True
         elif name in ("updateOne", "updateMany"):
             method = target.update_one if name == "updateOne" else target.update_many
             result = method(spec["filter"], spec["update"], upsert=bool(spec.get("upsert")))
             written += result.modified_count + (1 if result.upserted_id is not None else 0)
+            hit = bool(result.matched_count) or result.upserted_id is not None
         elif name == "deleteOne":
-            written += target.delete_one(spec["filter"]).deleted_count
+            deleted = target.delete_one(spec["filter"]).deleted_count
+            written, hit = written + deleted, bool(deleted)
         else:  # pragma: no cover - every command a guide writes is one of the above
             raise ValueError(f"unknown command {name!r}")
+        matched = (matched or hit) if spec.get("unless_matched") else hit
     return written
 
 

@@ -6,7 +6,9 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan
+from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import INT, STR, DocumentOperation, Param, Step, StepType, restore_field
 from mongopat.migrate.transforms import Context, Document, Result
 
@@ -76,6 +78,66 @@ class Operation(DocumentOperation):
         if mean is None:
             return None
         return max(0.0, (mean - step.params["threshold"]) / step.params["threshold"])  # pages past the head
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        plans = super().writes(step, evidence)
+        per_sec = evidence.per_sec(step.collection, "updates")
+        if per_sec:
+            plans.append(self._add_element(step, per_sec))
+        return plans
+
+    def _add_element(self, step: Step, per_sec: float) -> WritePlan:
+        """An element added: to the head while it has room, else to the last page while it has room, else
+        to a new page; a document whose head is full is flagged first (its element goes to a page)."""
+        p = step.params
+        name, limit, overflow, flag = p["field"], p["threshold"], p["overflow_collection"], p["flag_field"]
+        last = f"{name}.{limit - 1}"  # present when the head, or a page, is full
+        push = {"$push": {name: param("element")}}
+        before = [command(step.collection, "updateOne", filter={"_id": param("_id")}, update=push)]
+        page = {"_id": {"parent": param("_id"), "page": param("page")}, "parentId": param("_id"), "page": param("page")}
+        after = [
+            command(
+                step.collection,
+                "updateOne",
+                filter={"_id": param("_id"), last: {"$exists": True}},
+                update={"$set": {flag: True}},
+            ),
+            command(step.collection, "updateOne", filter={"_id": param("_id"), last: {"$exists": False}}, update=push),
+            command(
+                overflow,
+                "updateOne",
+                filter={"parentId": param("_id"), last: {"$exists": False}},
+                update=push,
+                unless_matched=True,
+            ),
+            command(overflow, "insertOne", document={**page, name: [param("element")]}, unless_matched=True),
+        ]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            elements = sample.document.get(name)
+            if not isinstance(elements, list) or not elements:
+                return None
+            element = copy.deepcopy(elements[-1])
+            pages = sample.after[overflow].count_documents({"parentId": sample.document["_id"]})
+            values = {"_id": sample.document["_id"], "element": element}
+            return values, {**values, "page": pages + 1}
+
+        return WritePlan(
+            step.collection,
+            "add_element",
+            f"add an element to `{name}` of a document of {step.collection}",
+            before,
+            after,
+            {
+                "_id": "the document's _id",
+                "element": "the new element",
+                "page": f"the number of its pages in {overflow}, plus one (used only when every page is full)",
+            },
+            per_sec,
+            {"before": 1, "after": 2},
+            binder,
+            sample_filter={f"{name}.{limit}": {"$exists": True}},  # documents with overflow, and one of any kind
+        )
 
     def new_shape(self, step: Step) -> str:
         p = step.params
