@@ -456,3 +456,30 @@ def test_an_element_added_past_an_outlier_head_goes_to_the_last_page_or_a_new_on
     [(guide, result)] = prove_folder(mongo, {"lists": documents}, access, folder, report)
     assert result.differences == [], [str(d) for d in result.differences]
     assert [w.operation for w in guide.writes] == ["add_element"] and result.writes_applied == 3
+
+
+def test_a_node_moved_in_a_tree_takes_its_subtree_along(mongo, tmp_path):
+    """The subtree read, a $graphLookup today and a match on ancestors after, returns the same nodes after
+    nodes (with children, and without) move under other parents."""
+    nodes = [{"_id": f"r{i}", "parent": None} for i in range(3)]
+    nodes += [{"_id": f"r{i}.{j}", "parent": f"r{i}"} for i in range(3) for j in range(3)]
+    nodes += [
+        {"_id": f"r{i}.{j}.{k}", "parent": f"r{i}.{j}", "name": "é"}
+        for i in range(3)
+        for j in range(3)
+        for k in range(2)
+    ]
+    access = parse_access_text(
+        "version: 1\ncollections:\n  categories:\n    writes: {inserts_per_sec: 1, updates_per_sec: 1}\n"
+        "    queries:\n      - {name: subtree, filter: {ancestors: eq}, per_sec: 1}\n",
+        "access.yaml",
+    )
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    spec = {"step": "tree", "collection": "categories", "parent_field": "parent"}
+    (folder / "0001_tree.yaml").write_text(render("0001_tree", "tree", [spec]))
+    report = analyze(SourceSpec(dump=str(_export(tmp_path, nodes, "categories"))))
+    [(guide, result)] = prove_folder(mongo, {"categories": nodes}, access, folder, report, samples=4)
+    assert [w.operation for w in guide.writes] == ["insert", "move_node"]
+    assert result.differences == [], [str(d) for d in result.differences]
+    assert result.writes_applied == 4 and result.documents_compared > 0

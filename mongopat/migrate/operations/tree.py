@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
+from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
 from mongopat.migrate.transforms import Context, Document, Result
 
@@ -59,6 +60,93 @@ class Operation(AddsFields):
         read.stages.remove(stage)
         read.notes.append(f"the subtree is one indexed match on `{ancestors}` instead of a walk of the tree")
 
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        plans = super().writes(step, evidence)
+        per_sec = evidence.per_sec(step.collection, "updates")
+        if per_sec:
+            plans.append(self._move(step, per_sec))
+        return plans
+
+    def _move(self, step: Step, per_sec: float) -> WritePlan:
+        """A node moved under another parent: its ancestors and path from the new parent's, and in one
+        update pipeline its subtree's, whose ancestors above the node and path up to it are replaced."""
+        p = step.params
+        parent, ancestors, path = p["parent_field"], p["ancestors_field"], p["path_field"]
+        before = [
+            command(
+                step.collection, "updateOne", filter={"_id": param("_id")}, update={"$set": {parent: param("parent")}}
+            )
+        ]
+        below = {
+            "$filter": {
+                "input": f"${ancestors}",
+                "as": "a",
+                "cond": {"$eq": [{"$in": ["$$a", param("oldChain")]}, False]},
+            }
+        }
+        subtree = [
+            {
+                "$set": {
+                    ancestors: {"$concatArrays": [param("newChain"), below]},
+                    # $substr counts bytes; it is what MongoDB 5.0 and mongomock both run.
+                    path: {"$concat": [param("path"), {"$substr": [f"${path}", param("oldPathBytes"), 1 << 30]}]},
+                }
+            }
+        ]
+        after = [
+            command(
+                step.collection,
+                "updateOne",
+                filter={"_id": param("_id")},
+                update={"$set": {parent: param("parent"), ancestors: param("ancestors"), path: param("path")}},
+            ),
+            command(step.collection, "updateMany", filter={ancestors: param("_id")}, update=subtree),
+        ]
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+            # The sampled node's parent, which has a subtree to take along (the sampled node itself for a root).
+            moved = sample.document.get(parent)
+            node = sample.after[step.collection].find_one({"_id": sample.document["_id"] if moved is None else moved})
+            if node is None or not isinstance(node.get(path), str):
+                return None
+            # A new parent outside the node's subtree, other than its parent.
+            outside = {"_id": {"$ne": node["_id"]}, ancestors: {"$ne": node["_id"]}}
+            candidates = [c for c in sample.after[step.collection].find(outside) if c["_id"] != node.get(parent)]
+            if not candidates:
+                return None
+            new_parent = sample.rng.choice(candidates)
+            chain = [*new_parent.get(ancestors, []), new_parent["_id"]]
+            new_path = f"{new_parent[path]}{node['_id']}/"
+            values = {"_id": node["_id"], "parent": new_parent["_id"]}
+            return values, {
+                **values,
+                "ancestors": chain,
+                "path": new_path,
+                "newChain": [*chain, node["_id"]],
+                "oldChain": [*node.get(ancestors, []), node["_id"]],
+                "oldPathBytes": len(node[path].encode()),
+            }
+
+        return WritePlan(
+            step.collection,
+            "move_node",
+            f"move a node of {step.collection} under another parent",
+            before,
+            after,
+            {
+                "_id": "the node's _id",
+                "parent": "the new parent's _id",
+                "ancestors": f"the new parent's `{ancestors}` followed by the new parent's _id",
+                "path": f"the new parent's `{path}` followed by the node's _id and '/'",
+                "newChain": "`ancestors` followed by the node's _id",
+                "oldChain": f"the node's `{ancestors}` before the move, followed by its _id",
+                "oldPathBytes": f"the length in UTF-8 bytes of the node's `{path}` before the move",
+            },
+            per_sec,
+            {"before": 1, "after": None},
+            binder,
+        )
+
     def new_shape(self, step: Step) -> str:
         p = step.params
         return (
@@ -72,7 +160,7 @@ class Operation(AddsFields):
             "before": [
                 f"`{step.collection}`: inserts set `{p['ancestors_field']}` and `{p['path_field']}` from the parent",
                 f"`{step.collection}`: moving a node (a new `{p['parent_field']}`) rewrites `{p['ancestors_field']}` "
-                "and the path of its whole subtree (not generated by the guide)",
+                "and the path of its whole subtree",
             ],
             "during": [f"`{step.collection}`: walk the parent references where `{p['ancestors_field']}` is missing"],
             "after": [f"`{step.collection}`: read subtrees by `{p['ancestors_field']}`"],
