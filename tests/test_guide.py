@@ -205,6 +205,15 @@ def test_readings_changed_and_deleted_in_their_buckets_are_proven(mongo, tmp_pat
     assert result.writes_applied == 6  # two sampled readings per write
 
 
+def test_related_documents_deleted_adjust_the_stored_aggregates(mongo, tmp_path):
+    data, access, folder, report = scenario_setup("crm", tmp_path)
+    access.collections["deals"].writes.deletes_per_sec = 1.0
+    results = prove_folder(mongo, data, access, folder, report, samples=2)
+    [(guide, result)] = [(g, r) for g, r in results if g.migration.steps[0].name == "pre_aggregation"]
+    assert "delete_related" in [w.operation for w in guide.writes]
+    assert result.differences == [], [str(d) for d in result.differences]
+
+
 # -- the proof can fail ---------------------------------------------------------------------------------------
 
 

@@ -54,22 +54,29 @@ class Operation(AddsFields):
             plans.append(self._related_insert(step, per_sec))
         per_sec = evidence.per_sec(step.params["from"], "updates")
         if per_sec:
-            plans.append(self._related_update(step, per_sec))
+            plans.append(self._related_change(step, per_sec))
+        per_sec = evidence.per_sec(step.params["from"], "deletes")
+        if per_sec:
+            plans.append(self._related_change(step, per_sec, delete=True))
         return plans
 
-    def _related_update(self, step: Step, per_sec: float) -> WritePlan:
-        """An update of a field the aggregates read adjusts them: sums and counts by the difference it
-        makes, the others recomputed."""
+    def _related_change(self, step: Step, per_sec: float, delete: bool = False) -> WritePlan:
+        """An update of a field the aggregates read, or a delete, adjusts them: sums and counts by the
+        difference it makes, the others recomputed over the related documents left."""
         p = step.params
         source, into, foreign = p["from"], p["into"], p["foreign"]
-        fields = list(dict.fromkeys(f for spec in p["compute"].values() for f in _fields_read(spec)))
-        changes = {name: param(name) for name in fields}
-        before = [command(source, "updateOne", filter={"_id": param("_id")}, update={"$set": changes})]
+        fields = [] if delete else list(dict.fromkeys(f for spec in p["compute"].values() for f in _fields_read(spec)))
+        if delete:
+            before = [command(source, "deleteOne", filter={"_id": param("_id")})]
+        else:
+            changes = {name: param(name) for name in fields}
+            before = [command(source, "updateOne", filter={"_id": param("_id")}, update={"$set": changes})]
         adjust: dict[str, Any] = {}
         for name, spec in p["compute"].items():
-            op = next(iter(spec))
-            operator = "$inc" if op in ("sum", "count") else "$set"
-            adjust.setdefault(operator, {})[f"{into}.{name}"] = param(f"{name}Change" if operator == "$inc" else name)
+            if next(iter(spec)) in ("sum", "count"):
+                adjust.setdefault("$inc", {})[f"{into}.{name}"] = param(f"{name}Change")
+            else:
+                adjust.setdefault("$set", {})[f"{into}.{name}"] = param(f"{name}Value")
         after = [*before, command(step.collection, "updateOne", filter={p["local"]: param(foreign)}, update=adjust)]
 
         def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -77,31 +84,34 @@ class Operation(AddsFields):
 
             old = sample.document
             key = get_path(old, foreign)
-            new = {**old, **{name: _other(old.get(name), p["compute"]) for name in fields}}
-            values = {"_id": old["_id"], **{name: new[name] for name in fields}}
-            rows = [new if row["_id"] == old["_id"] else row for row in sample.after[source].find({foreign: key})]
-            fresh = aggregate_in_python(rows, step).get(hashable_key(key), empty_aggregates(p["compute"]))
-            previous = aggregate_in_python([old], step).get(hashable_key(key), empty_aggregates(p["compute"]))
-            current = aggregate_in_python([new], step).get(hashable_key(key), empty_aggregates(p["compute"]))
+            new = None if delete else {**old, **{name: _other(old.get(name), p["compute"]) for name in fields}}
+            values = {"_id": old["_id"], **{name: new[name] for name in fields}} if new else {"_id": old["_id"]}
+            rows = [row for row in sample.after[source].find({foreign: key}) if row["_id"] != old["_id"]]
+            fresh = aggregate_in_python([*rows, *([new] if new else [])], step)
+            empty = empty_aggregates(p["compute"])
+            previous = aggregate_in_python([old], step).get(hashable_key(key), empty)
+            current = aggregate_in_python([new], step).get(hashable_key(key), empty) if new else empty
             after_values: dict[str, Any] = {**values, foreign: key}
             for name, spec in p["compute"].items():
                 if next(iter(spec)) in ("sum", "count"):
                     after_values[f"{name}Change"] = current[name] - previous[name]
                 else:
-                    after_values[name] = fresh[name]
+                    after_values[f"{name}Value"] = fresh.get(hashable_key(key), empty)[name]
             return values, after_values
 
         descriptions = {"_id": f"the {source} document's _id", foreign: f"its {foreign}"}
         descriptions.update({name: f"its new {name}" for name in fields})
+        verb = "delete" if delete else "update"
         for name, spec in p["compute"].items():
             if next(iter(spec)) in ("sum", "count"):
-                descriptions[f"{name}Change"] = f"how much the update changes {name} (new value minus old)"
+                descriptions[f"{name}Change"] = f"how much the {verb} changes {name} (new value minus old)"
             else:
-                descriptions[name] = f"{name} recomputed over the related documents"
+                descriptions[f"{name}Value"] = f"{name} recomputed over the related documents"
+        what = "a document" if delete else ", ".join(f"`{f}`" for f in fields) + " of a document"
         return WritePlan(
             source,
-            "update_related",
-            f"update {', '.join(f'`{f}`' for f in fields)} of a document of {source}",
+            "delete_related" if delete else "update_related",
+            f"{verb} {what} of {source}",
             before,
             after,
             descriptions,
