@@ -10,7 +10,7 @@ and after; the cost of each; the order of deploys; the indexes the new reads nee
   built from the access file;
 - :mod:`writes`: a write as driver commands (:class:`WritePlan`), and today's writes;
 - the rewrites themselves live with each step type, in its module of :mod:`mongopat.migrate.operations`
-  (``rewrite_read``, ``writes``, ``deploy``);
+  (``rewrite_read``, ``during_read``, ``writes`` and ``update_write``, ``deploy``, ``indexes``);
 - :mod:`build`: the guide of a list of migrations; :mod:`cost`: documents examined and written;
 - :mod:`proof`: runs a guide's reads and writes on the data before and after, and compares;
 - :mod:`dump_check`: that comparison on a dump folder migrated by ``migrate up --dump``.

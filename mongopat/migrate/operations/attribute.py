@@ -77,16 +77,12 @@ class Operation(DocumentOperation):
         during.insert_early(Stage("reshape", stages, list(restore)))
         return during
 
-    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        plans = super().writes(step, evidence)
-        per_sec = evidence.per_sec(step.collection, "updates")
-        if per_sec and step.params["fields"]:
-            plans.append(self._update(step, per_sec, step.params["fields"][0]))
-        return plans
-
-    def _update(self, step: Step, per_sec: float, name: str) -> WritePlan:
+    def update_write(self, step: Step, per_sec: float) -> WritePlan | None:
         """A pivoted field set: its pair's value where the pair exists, a new pair where it does not (the
         second command matches only then). Shown for the first field; the others are the same."""
+        if not step.params["fields"]:
+            return None
+        name = step.params["fields"][0]
         into = step.params["into"]
         before = [
             command(step.collection, "updateOne", filter={"_id": param("_id")}, update={"$set": {name: param("value")}})

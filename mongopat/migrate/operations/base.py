@@ -144,13 +144,21 @@ class DocumentOperation(StepOperation):
         raise NotImplementedError
 
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        """An insert the access file declares: after the migration, the document in the new shape."""
+        """An insert the access file declares (after the migration, the document in the new shape), and an
+        update, when the step changes what it becomes (:meth:`update_write`)."""
         from mongopat.guide.writes import insert_write
 
-        per_sec = evidence.per_sec(step.collection, "inserts")
-        return (
-            [insert_write(step, self.new_shape(step), per_sec, self.side_documents(step, evidence))] if per_sec else []
-        )
+        plans = []
+        if per_sec := evidence.per_sec(step.collection, "inserts"):
+            plans.append(insert_write(step, self.new_shape(step), per_sec, self.side_documents(step, evidence)))
+        if (per_sec := evidence.per_sec(step.collection, "updates")) and (update := self.update_write(step, per_sec)):
+            plans.append(update)
+        return plans
+
+    def update_write(self, step: Step, per_sec: float) -> WritePlan | None:
+        """What an update of the collection the access file declares becomes, when the step changes it (the
+        field it computes from, the element it adds, the revision it stamps...); None when it does not."""
+        return None
 
     def side_documents(self, step: Step, evidence: Evidence) -> float | None:
         """Documents a new document adds to the collections the step creates, on average."""

@@ -41,14 +41,7 @@ class Operation(AddsFields):
                 read.stages[index] = Stage("reshape", [{"$set": {name: f"${stored}"}}], [name])
             read.notes.append(f"`{name}` is read from the stored `{stored}` instead of computed on every read")
 
-    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        plans = super().writes(step, evidence)
-        per_sec = evidence.per_sec(step.collection, "updates")
-        if per_sec:
-            plans.append(self._update_write(step, per_sec))
-        return plans
-
-    def _update_write(self, step: Step, per_sec: float) -> WritePlan:
+    def update_write(self, step: Step, per_sec: float) -> WritePlan | None:
         """An update of a field the value is computed from sets the value again in the same update."""
         stored, text = step.params["field"], step.params["expression"]
         expression = parse(text)

@@ -11,7 +11,7 @@ from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepT
 from mongopat.migrate.transforms import Context, Document, Result
 
 if TYPE_CHECKING:
-    from mongopat.guide.cost import Evidence
+    pass
 
 
 class Operation(AddsFields):
@@ -23,14 +23,7 @@ class Operation(AddsFields):
         creates=("history_collection",),
     )
 
-    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        plans = super().writes(step, evidence)
-        per_sec = evidence.per_sec(step.collection, "updates")
-        if per_sec:
-            plans.append(self._revision(step, per_sec))
-        return plans
-
-    def _revision(self, step: Step, per_sec: float) -> WritePlan:
+    def update_write(self, step: Step, per_sec: float) -> WritePlan | None:
         """An update stamps the next revision, only on the revision it read, and copies it to the history."""
         history, version = step.params["history_collection"], step.params["version_field"]
         before = [

@@ -79,14 +79,7 @@ class Operation(DocumentOperation):
             return None
         return max(0.0, (mean - step.params["threshold"]) / step.params["threshold"])  # pages past the head
 
-    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        plans = super().writes(step, evidence)
-        per_sec = evidence.per_sec(step.collection, "updates")
-        if per_sec:
-            plans.append(self._add_element(step, per_sec))
-        return plans
-
-    def _add_element(self, step: Step, per_sec: float) -> WritePlan:
+    def update_write(self, step: Step, per_sec: float) -> WritePlan | None:
         """An element added: to the head while it has room, else to the last page while it has room, else
         to a new page; a document whose head is full is flagged first (its element goes to a page)."""
         p = step.params

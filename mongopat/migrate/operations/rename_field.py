@@ -38,11 +38,8 @@ class Operation(DocumentOperation):
         during.insert_early(Stage("reshape", [{"$set": {old: {"$ifNull": [f"${new}", f"${old}"]}}}], [old]))
         return during
 
-    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        plans = super().writes(step, evidence)
-        per_sec = evidence.per_sec(step.collection, "updates")
-        if not per_sec:
-            return plans
+    def update_write(self, step: Step, per_sec: float) -> WritePlan | None:
+        """An update of the field sets it under its new name."""
         old, new = step.params["from"], step.params["to"]
 
         def update(name: str) -> list[dict[str, Any]]:
@@ -56,21 +53,18 @@ class Operation(DocumentOperation):
             values = {"_id": sample.document["_id"], "value": changed(get_path(sample.document, old))}
             return values, values
 
-        plans.append(
-            WritePlan(
-                step.collection,
-                "update_renamed",
-                f"set `{old}` of a document of {step.collection}",
-                update(old),
-                update(new),
-                {"_id": "the document's _id", "value": f"the new {old}"},
-                per_sec,
-                {"before": 1, "after": 1},
-                binder,
-                sample_filter={old: {"$exists": True}},
-            )
+        return WritePlan(
+            step.collection,
+            "update_renamed",
+            f"set `{old}` of a document of {step.collection}",
+            update(old),
+            update(new),
+            {"_id": "the document's _id", "value": f"the new {old}"},
+            per_sec,
+            {"before": 1, "after": 1},
+            binder,
+            sample_filter={old: {"$exists": True}},
         )
-        return plans
 
     def new_shape(self, step: Step) -> str:
         return f"`{step.params['from']}` named `{step.params['to']}`"

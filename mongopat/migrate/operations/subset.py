@@ -82,14 +82,7 @@ class Operation(DocumentOperation):
         served = embed_before is not None and embed_after is not None and embed_after.stages != embed_before.stages
         return before.copy() if served else after.copy()
 
-    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        plans = super().writes(step, evidence)
-        per_sec = evidence.per_sec(step.collection, "updates")
-        if per_sec:
-            plans.append(self._add_element(step, per_sec))
-        return plans
-
-    def _add_element(self, step: Step, per_sec: float) -> WritePlan:
+    def update_write(self, step: Step, per_sec: float) -> WritePlan | None:
         """An element added to the list: pushed in the step's order and cut at ``keep``, counted, and
         inserted into the full collection at the next index."""
         p = step.params

@@ -60,14 +60,7 @@ class Operation(AddsFields):
         read.stages.remove(stage)
         read.notes.append(f"the subtree is one indexed match on `{ancestors}` instead of a walk of the tree")
 
-    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        plans = super().writes(step, evidence)
-        per_sec = evidence.per_sec(step.collection, "updates")
-        if per_sec:
-            plans.append(self._move(step, per_sec))
-        return plans
-
-    def _move(self, step: Step, per_sec: float) -> WritePlan:
+    def update_write(self, step: Step, per_sec: float) -> WritePlan | None:
         """A node moved under another parent: its ancestors and path from the new parent's, and in one
         update pipeline its subtree's, whose ancestors above the node and path up to it are replaced."""
         p = step.params
