@@ -23,10 +23,20 @@ def buffered(analysis: CollectionAnalysis) -> int:
 def test_large_documents_are_flushed_by_bytes():
     analysis = CollectionAnalysis("c", AnalyzeOptions(flush_bytes=100_000))
     for i in range(10):
-        analysis.add(big(i), None)
-        assert buffered(analysis) <= 3 * 2 * 2000  # at most the documents of 100 KB, never all ten
+        analysis.add(big(i), None)  # size unknown: the first is walked at once, then their size is known
+        assert analysis.queued <= 2  # at most the documents of 100 KB wait, never all ten
+        assert buffered(analysis) <= 3 * 2 * 2000
     analysis.flush()
     assert analysis.root.fields["readings"].element.document.fields["t"].scalars == 10 * 2000
+
+
+def test_documents_queue_by_the_bytes_of_their_records():
+    analysis = CollectionAnalysis("c", AnalyzeOptions(flush_bytes=100_000))
+    for i in range(10):
+        analysis.add_batch([big(i)], 40_000)
+        assert analysis.queued <= 2
+    analysis.flush()
+    assert analysis.queued == 0 and analysis.documents == 10
 
 
 def test_the_report_does_not_depend_on_when_buffers_are_flushed(tmp_path):

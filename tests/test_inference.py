@@ -184,3 +184,12 @@ def test_memory_is_bounded_by_paths_not_documents():
     slot = analysis.root.fields["s"]
     assert len(slot.distinct.values) <= 500 and slot.buffer == []
     assert len(analysis.sizes.counts) <= 4096
+
+
+def test_a_field_of_dates_and_numbers_profiles_only_the_dates():
+    start = datetime.datetime(2024, 1, 1)
+    docs = [{"_id": i, "at": start + datetime.timedelta(hours=i) if i % 2 else i} for i in range(200)]
+    report = analyse(docs)
+    profile = next(p for p in report["time"] if p["field"] == "at")
+    assert profile["documents"] == 100
+    assert profile["first"] == "2024-01-01T01:00:00Z"

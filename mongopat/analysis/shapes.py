@@ -39,6 +39,19 @@ class ShapeTracker:
         elif when > entry[2]:
             entry[2] = when
 
+    def add_many(self, fields: frozenset[str], whens: list[float]) -> None:
+        """``add`` for documents of one shape, in one step."""
+        entry = self.shapes.get(fields)
+        if entry is None:
+            if len(self.shapes) >= SHAPE_LIMIT:
+                self.overflow += len(whens)
+                return
+            self.shapes[fields] = [len(whens), min(whens), max(whens)]
+            return
+        entry[0] += len(whens)
+        entry[1] = min(entry[1], min(whens))
+        entry[2] = max(entry[2], max(whens))
+
     def merge(self, other: ShapeTracker, offset: float = 0) -> None:
         """Fold in the shapes of a later part of the stream; ``offset`` shifts positions (position clock)."""
         self.clock = self.clock or other.clock

@@ -301,8 +301,12 @@ class DistinctCounter:
             self.counts = None
         self.unhashable += other.unhashable
         level = max(self.level, other.level)
-        values = mine | theirs
-        self.values = set(_sampled(list(values), level)) if level else values
+        # The values kept at a level all pass its filter: only the side kept at a lower level is sampled again.
+        if self.level < level:
+            mine = set(_sampled(list(mine), level))
+        if other.level < level:
+            theirs = set(_sampled(list(theirs), level))
+        self.values = mine | theirs
         self.level = level
         if len(self.values) > self.limit:
             self._raise_level()

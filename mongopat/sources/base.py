@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,15 +67,32 @@ class Sampling:
 class DocumentStream:
     """An iterator of ``(document, bson_size)`` with the :class:`Sampling` that produced it.
 
-    With ``decoded=False`` a source may yield documents that still hold Extended JSON wrappers, with
-    a size of None: the caller decodes them (see ``analysis.schema.walk_document``) and measures them.
+    With ``decoded=False`` a source may instead yield *batches* of documents that still hold Extended JSON
+    wrappers, ``(documents, record_bytes)``: it then sets ``undecoded``. ``record_bytes`` is what the
+    batch's records take in the file (0 when not known), which bounds memory; the caller decodes the
+    documents (see ``analysis.schema.walk_values``) and measures their BSON size. ``locate`` names where
+    the stream's document at an index (from 0) is, for error messages ("orders.json:12"), when the source
+    can tell.
     """
 
-    def __init__(self, sampling: Sampling, documents: Iterator[tuple[dict[str, Any], int | None]]) -> None:
+    def __init__(
+        self,
+        sampling: Sampling,
+        documents: Iterator[Any],
+        undecoded: bool = False,
+        locate: Callable[[int], str] | None = None,
+    ) -> None:
         self.sampling = sampling
         self._documents = documents
+        self.undecoded = undecoded
+        self.locate = locate
 
-    def __iter__(self) -> Iterator[tuple[dict[str, Any], int | None]]:
+    def __iter__(self) -> Iterator[Any]:
+        if self.undecoded:
+            for batch in self._documents:
+                self.sampling.documents += len(batch[0])
+                yield batch
+            return
         for item in self._documents:
             self.sampling.documents += 1
             yield item

@@ -10,8 +10,9 @@ import codecs
 import gzip
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +30,8 @@ METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
 # Largest document a server accepts, plus headroom for what mongodump may hold (16 MiB + 16 KiB).
 MAX_BSON_DOCUMENT = 16 * 1024 * 1024 + 16 * 1024
 _ARRAY_CHUNK = 1 << 20
+# Bytes of a mongoexport file the analysis parses at a time (whole lines: about a hundred documents).
+_LINES_CHUNK = 1 << 16
 # Text a --pretty or --jsonArray document may span before a parse error is taken as real (well above the
 # JSON of a 16 MiB BSON document).
 MAX_JSON_DOCUMENT = 8 * MAX_BSON_DOCUMENT
@@ -272,7 +275,9 @@ class DumpSource(Source):
         elif path.name.endswith(BSON_SUFFIXES):
             reader = _read_bson
         else:
-            reader = _read_json if decoded else _read_json_undecoded
+            reader = _read_json
+            if not decoded and (part is not None or sample_size is None):
+                return self._json_batches(name, path, part)
         if part is not None:
             sampling = Sampling("file", None, f"bytes {part.start}-{part.end} of {path.name}", natural_order=True)
             return DocumentStream(sampling, reader(path, part))
@@ -282,11 +287,32 @@ class DumpSource(Source):
         sampling = Sampling("file-reservoir", sample_size, f"uniform random sample of {path.name} (seed {self.seed})")
         return DocumentStream(sampling, self._reservoir(name, path, sample_size, sampling))
 
+    def _json_batches(self, name: str, path: Path, part: FilePart | None) -> DocumentStream:
+        """The analysis's read of a JSON file (or of a part of it): batches of documents still holding their
+        Extended JSON wrappers."""
+
+        def locate(index: int) -> str:
+            return f"{path}:{_line_of_record(path, part, index)}"
+
+        if part is not None:
+            sampling = Sampling("file", None, f"bytes {part.start}-{part.end} of {path.name}", natural_order=True)
+            return DocumentStream(sampling, _read_json_batches(path, part), undecoded=True, locate=locate)
+        sampling = Sampling("file", None, f"every document of {path.name}", natural_order=True, complete=True)
+        batches = self._counting_batches(name, _read_json_batches(path))
+        return DocumentStream(sampling, batches, undecoded=True, locate=locate)
+
     def _counting(self, name: str, items: Iterator[tuple[dict[str, Any], int]]):
         count = 0
         for item in items:
             count += 1
             yield item
+        self._counts[name] = count
+
+    def _counting_batches(self, name: str, batches: Iterator[tuple[list[dict[str, Any]], int]]):
+        count = 0
+        for batch in batches:
+            count += len(batch[0])
+            yield batch
         self._counts[name] = count
 
     def _reservoir(self, name: str, path: Path, size: int, sampling: Sampling):
@@ -359,35 +385,38 @@ def partition_file(path: Path, parts: int, min_bytes: int | None = None) -> list
 
 @dataclass(frozen=True)
 class FilePart:
-    """A byte range of whole documents; ``first_line`` numbers its first line (for error messages)."""
+    """A byte range of whole documents. ``first_line`` numbers its first line, for error messages; None
+    until one is needed (:func:`first_line_of`): counting the lines before a part reads the file up to it."""
 
     start: int
     end: int
-    first_line: int = 1
+    first_line: int | None = 1
+
+
+def first_line_of(path: Path, part: FilePart) -> int:
+    if part.first_line is not None:
+        return part.first_line
+    newlines, position = 0, 0
+    with path.open("rb") as handle:
+        while position < part.start:
+            chunk = handle.read(min(_ARRAY_CHUNK, part.start - position))
+            if not chunk:
+                break
+            newlines += chunk.count(b"\n")
+            position += len(chunk)
+    return newlines + 1
 
 
 def _json_partitions(path: Path, size: int, parts: int) -> list[FilePart]:
     boundaries = [0]
-    lines_before = [1]
     with path.open("rb") as handle:
         for index in range(1, parts):
             handle.seek(max(boundaries[-1], size * index // parts))
             handle.readline()  # finish the line the cut fell into
             boundaries.append(handle.tell())
-        # Count the lines before each boundary (fast: bytes.count over large chunks).
-        handle.seek(0)
-        position, newlines = 0, 0
-        for boundary in boundaries[1:]:
-            while position < boundary:
-                chunk = handle.read(min(_ARRAY_CHUNK, boundary - position))
-                if not chunk:
-                    break
-                newlines += chunk.count(b"\n")
-                position += len(chunk)
-            lines_before.append(newlines + 1)
     boundaries.append(size)
     return [
-        FilePart(boundaries[i], boundaries[i + 1], lines_before[i])
+        FilePart(boundaries[i], boundaries[i + 1], 1 if i == 0 else None)
         for i in range(parts)
         if boundaries[i] < boundaries[i + 1]
     ]
@@ -476,19 +505,92 @@ def json_problem(exc: Exception) -> str:
     return str(exc)
 
 
-def _read_json_undecoded(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[str, Any], None]]:
-    """Parsed lines with their Extended JSON wrappers left in place (the analysis decodes them)."""
-    for line_number, record in _json_records(path, part):
-        if type(record) is not bytes:
-            yield record, None
+def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tuple[list[dict[str, Any]], int]]:
+    """The documents of a JSON file (or part), Extended JSON wrappers left in place (the analysis decodes
+    them), in batches with the bytes their records take in the file.
+
+    A mongoexport file is read a chunk of whole lines at a time and each chunk parsed by one C loop; the
+    documents of a ``--jsonArray`` or ``--pretty`` export come in batches too, with 0 bytes (not known).
+    """
+    with _open(path) as handle:
+        try:
+            if part is None:
+                layout = _json_layout(handle)
+                if layout != "lines":
+                    yield from _batched(_json_value_records(path, handle, array=layout == "array"))
+                    return
+                remaining = -1  # to the end of the file
+            else:
+                handle.seek(part.start)
+                remaining = part.end - part.start
+            start = 0 if part is None else part.start
+            line = 0  # lines read before this chunk
+
+            def line_number(index: int, before: int) -> int:
+                return (1 if part is None else first_line_of(path, part)) + before + index
+
+            while remaining:
+                data = handle.read(_LINES_CHUNK if remaining < 0 else min(_LINES_CHUNK, remaining))
+                if not data:
+                    return
+                if data[-1:] != b"\n":
+                    data += handle.readline()  # the rest of the line the chunk cut (a part ends with a line)
+                if remaining > 0:
+                    remaining = max(0, remaining - len(data))
+                lines = data.split(b"\n")
+                if not lines[-1]:
+                    lines.pop()
+                if line == 0 and start == 0 and lines[0].startswith(b"\xef\xbb\xbf"):
+                    lines[0] = lines[0][3:]
+                yield _parse_lines(path, lines, partial(line_number, before=line)), len(data)
+                line += len(lines)
+        except (OSError, EOFError) as exc:
+            raise SourceError(f"cannot read {path}: {exc}") from None
+
+
+def _batched(records: Iterator[tuple[int, Any]], size: int = 1000) -> Iterator[tuple[list[dict[str, Any]], int]]:
+    batch = []
+    for _line, record in records:
+        batch.append(record)
+        if len(batch) == size:
+            yield batch, 0
+            batch = []
+    if batch:
+        yield batch, 0
+
+
+def _parse_lines(path: Path, lines: list[bytes], line_number: Callable[[int], int]) -> list[dict[str, Any]]:
+    """Parse lines of JSON, each an object; blank lines are skipped. Errors name the file and the line
+    (``line_number`` of an index into ``lines``, only asked when there is an error)."""
+    try:
+        documents = list(map(loads, lines))
+        if set(map(type, documents)) <= {dict}:
+            return documents
+    except JSONDecodeError:
+        pass
+    # A blank line, a bad one or one that is not an object: again one by one, to skip or to name it.
+    documents = []
+    for index, line in enumerate(lines):
+        if not line.strip():
             continue
         try:
-            document = loads(record)
+            document = loads(line)
         except JSONDecodeError as exc:
-            raise InputError(f"{path}:{line_number}: not a valid Extended JSON document: {json_problem(exc)}") from None
+            where = f"{path}:{line_number(index)}"
+            raise InputError(f"{where}: not a valid Extended JSON document: {json_problem(exc)}") from None
         if type(document) is not dict:
-            raise InputError(f"{path}:{line_number}: expected a JSON object, found {type(document).__name__}")
-        yield document, None
+            raise InputError(f"{path}:{line_number(index)}: expected a JSON object, found {type(document).__name__}")
+        documents.append(document)
+    return documents
+
+
+def _line_of_record(path: Path, part: FilePart | None, index: int) -> int:
+    """The line of the ``index``-th document (from 0) of a JSON file or part: read again, for an error
+    message only."""
+    for position, (line_number, _record) in enumerate(_json_records(path, part)):
+        if position == index:
+            return line_number
+    return 0
 
 
 def _read_bson(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[str, Any], int]]:
@@ -521,9 +623,9 @@ def _json_records(path: Path, part: FilePart | None = None) -> Iterator[tuple[in
 
 
 def _json_part_records(path: Path, handle: IO[bytes], part: FilePart) -> Iterator[tuple[int, bytes]]:
+    line_number = first_line_of(path, part)
     handle.seek(part.start)
     position = part.start
-    line_number = part.first_line
     try:
         for line in handle:
             if position >= part.end:

@@ -1,0 +1,160 @@
+"""BSON sizes of documents read from Extended JSON, computed from the columns the analysis walks.
+
+A document's BSON size is 4 (length) + its elements + 1 (terminator); an element is a type byte, the key
+as a C string and the value. Summed column by column, sizes cost a few C loops per field, where
+``bson.encode`` of every document costs about a sixth of the analysis. Every function returns the sizes
+of its values as a list, as one int when all the values have the same size, or None when it cannot tell
+for sure (a type it does not size, a key or string ``bson.encode`` would refuse, an integer past 64 bits):
+the caller then encodes the documents, so a size is never an estimate and an error is ``bson.encode``'s.
+"""
+
+from __future__ import annotations
+
+import datetime
+from itertools import accumulate
+from operator import add, sub
+from typing import Any
+
+import bson
+from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Timestamp
+from bson.datetime_ms import DatetimeMS
+
+from mongopat.bsontypes import INT32_MAX, INT32_MIN
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+Sizes = list[int] | int | None
+
+# Values whose size does not depend on the value.
+FIXED: dict[type, int] = {
+    float: 8,
+    bool: 1,
+    type(None): 0,
+    ObjectId: 12,
+    datetime.datetime: 8,
+    DatetimeMS: 8,
+    Timestamp: 8,
+    Decimal128: 16,
+    MinKey: 0,
+    MaxKey: 0,
+}
+_SIZED = frozenset({*FIXED, str, int, Int64})
+_OPTIONAL_STRING = {str, type(None)}
+
+
+def scalar_sizes(values: list[Any], kinds: set[type]) -> Sizes:
+    """Sizes of values that are neither documents nor arrays (``kinds``: their types)."""
+    if len(kinds) == 1:
+        kind = next(iter(kinds))
+        fixed = FIXED.get(kind)
+        if fixed is not None:
+            return fixed
+        if kind is str:
+            return _string_sizes(values)
+        if kind is int:
+            return _int_sizes(values)
+        if kind is Int64:  # always 8 bytes, if it fits
+            return 8 if min(values) >= INT64_MIN and max(values) <= INT64_MAX else None
+        return None
+    if kinds == _OPTIONAL_STRING and all(map(str.isascii, filter(None, values))):  # common enough
+        return [0 if value is None else len(value) + 5 for value in values]
+    if kinds <= _SIZED:
+        sizes = [_scalar_size(value) for value in values]
+        return None if None in sizes else sizes  # type: ignore[return-value]
+    return None
+
+
+def _string_sizes(values: list[str]) -> list[int] | None:
+    # int32 length, UTF-8 bytes, terminator. ``isascii`` is a flag read, so ASCII columns skip encoding.
+    if all(map(str.isascii, values)):
+        return list(map((5).__add__, map(len, values)))
+    try:
+        return [len(value.encode()) + 5 for value in values]
+    except UnicodeEncodeError:  # lone surrogates: bson.encode refuses them, and says so
+        return None
+
+
+def _int_sizes(values: list[int]) -> Sizes:
+    low, high = min(values), max(values)
+    if low >= INT32_MIN and high <= INT32_MAX:
+        return 4
+    if low >= INT64_MIN and high <= INT64_MAX:
+        return [4 if INT32_MIN <= value <= INT32_MAX else 8 for value in values]
+    return None
+
+
+def _scalar_size(value: Any) -> int | None:
+    fixed = FIXED.get(type(value))
+    if fixed is not None:
+        return fixed
+    if type(value) is str:
+        sizes = _string_sizes([value])
+        return None if sizes is None else sizes[0]
+    if type(value) is int and INT32_MIN <= value <= INT32_MAX:
+        return 4
+    return 8 if INT64_MIN <= value <= INT64_MAX else None
+
+
+def encoded_size(document: dict[str, Any]) -> int | None:
+    """One document's size by ``bson.encode`` (documents walked one by one), None when it cannot be
+    encoded (the caller encodes the batch again and reports the error)."""
+    try:
+        return len(bson.encode(document))
+    except Exception:  # noqa: BLE001 - any refusal: the batch is encoded again, which raises it properly
+        return None
+
+
+# _ARRAY_OVERHEAD[n]: an array of n elements without its values: length, keys "0".."n-1" with their type
+# bytes and terminators, and its own terminator. Grown on demand.
+_ARRAY_OVERHEAD = [5]
+
+
+def _array_overhead(longest: int) -> list[int]:
+    table = _ARRAY_OVERHEAD
+    while len(table) <= longest:
+        table.append(table[-1] + 2 + len(str(len(table) - 1)))
+    return table
+
+
+def array_sizes(lengths: list[int], element_sizes: Sizes) -> Sizes:
+    """Sizes of arrays of ``lengths`` elements whose values, all arrays' in order, have ``element_sizes``."""
+    if element_sizes is None:
+        return None
+    overhead = _array_overhead(max(lengths, default=0))
+    if type(element_sizes) is int:
+        return [overhead[n] + element_sizes * n for n in lengths]
+    ends = list(accumulate(lengths))
+    prefix = [0, *accumulate(element_sizes)]  # type: ignore[arg-type]
+    totals = map(sub, map(prefix.__getitem__, ends), map(prefix.__getitem__, [0, *ends[:-1]]))
+    return list(map(add, totals, map(overhead.__getitem__, lengths)))
+
+
+def layout_size(layout: tuple[str, ...]) -> int | None:
+    """The part of a document's size its keys make: length, terminator, and per field a type byte and the
+    key as a C string. None for a key ``bson.encode`` refuses."""
+    try:
+        keys = sum(map(len, map(str.encode, layout)))
+    except (UnicodeEncodeError, TypeError):
+        return None
+    if any("\x00" in key for key in layout):
+        return None
+    return 5 + 2 * len(layout) + keys
+
+
+def document_sizes(layout: tuple[str, ...], columns: list[Sizes]) -> Sizes:
+    """Sizes of documents laid out as ``layout``, from the sizes of their fields' values (``columns``,
+    in the layout's order)."""
+    total = layout_size(layout)
+    vectors = []
+    for sizes in columns:
+        if sizes is None or total is None:
+            return None
+        if type(sizes) is int:
+            total += sizes
+        else:
+            vectors.append(sizes)
+    if not vectors:
+        return total
+    if len(vectors) == 1:
+        return list(map(total.__add__, vectors[0]))  # type: ignore[arg-type]
+    return list(map(total.__add__, map(sum, zip(*vectors, strict=True))))
