@@ -54,9 +54,9 @@ class AnalyzeOptions:
     # summaries: enough for the C loops to pay, few enough to hold in memory (a quarter of a thousand costs
     # 1% more time than a thousand and holds 3 MiB less on the benchmark's orders).
     flush_every: int = 256
-    # ... or sooner, once the documents queued hold this many bytes (their records' in an export file):
-    # large documents must not wait by the hundred.
-    flush_bytes: int = 8 * 2**20
+    # ... or sooner, once the documents queued hold this many bytes (their records' in an export file): a
+    # mebibyte of JSON is several of Python objects, so large documents are walked one or two at a time.
+    flush_bytes: int = 2**20
     # Keep the first document read, as relaxed Extended JSON, in the report (``--show-values``): it holds
     # real values, so it is off by default.
     keep_example: bool = False

@@ -135,10 +135,7 @@ class Slot:
             # Counter's cost), it is counted without a Counter pass over the values.
             kinds_seen = self.buffer_kinds if self.buffer_typed == len(buffer) else set(map(type, buffer))
             single = len(kinds_seen) == 1
-            if single:
-                kinds = Counter({next(iter(kinds_seen)): len(buffer)})
-            else:
-                kinds = Counter(map(type, buffer))
+            kinds = Counter({next(iter(kinds_seen)): len(buffer)}) if single else Counter(map(type, buffer))
             self.buffer_kinds, self.buffer_typed = set(), 0
             if int in kinds:
                 ints = buffer if single else [v for v in buffer if type(v) is int]
