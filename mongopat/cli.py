@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 
 from mongopat import __version__, command
 from mongopat.cli_options import CollectionOption, DbOption, DirOption, migrates, reads_source
@@ -715,6 +714,8 @@ def migrate_new(
     dir: DirOption = "migrations",
 ) -> None:
     """Write a new migration file with one step, parameters to fill in where not given."""
+    import yaml
+
     from mongopat.migrate.script import write_new as write_new_migration
 
     def body() -> int:

@@ -1,6 +1,10 @@
+import datetime
+import os
+import pickle
 import random
 
 import pytest
+from bson import ObjectId
 
 from mongopat.analysis.sketches import DistinctCounter, Distribution
 
@@ -115,3 +119,19 @@ def test_consecutive_integers_are_sampled_uniformly(step):
     for start in range(0, len(values), 1000):
         counter.add_many(values[start : start + 1000])
     assert abs(counter.estimate() - 50_000) < 0.15 * 50_000  # about three standard errors
+
+
+def test_counters_of_ids_and_dates_pickle_to_the_same_values():
+    start = datetime.datetime(1969, 12, 31, 23, 59, 59, 999_999)
+    columns = [
+        [ObjectId(os.urandom(12)) for _ in range(15_000)],  # past the limit: sampled
+        [start + datetime.timedelta(microseconds=k * 7_654_321) for k in range(3_000)],
+        [datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(hours=k) for k in range(300)],
+        [f"s{k}" for k in range(300)],
+    ]
+    for values in columns:
+        counter = DistinctCounter(limit=10_000)
+        counter.add_many(values)
+        copy = pickle.loads(pickle.dumps(counter, protocol=pickle.HIGHEST_PROTOCOL))
+        assert copy.values == counter.values and copy.level == counter.level
+        assert copy.estimate() == counter.estimate()

@@ -6,12 +6,17 @@ depends on the limit and never on the number of documents read.
 
 from __future__ import annotations
 
+import datetime
 import math
+from array import array
 from collections import Counter
 from collections.abc import Iterable
+from functools import partial
 from itertools import compress
+from operator import attrgetter
+from typing import Any
 
-from bson import Decimal128
+from bson import Decimal128, ObjectId
 
 # Percentiles use the nearest-rank definition: the smallest value v such that at least p% of the values
 # are <= v. It always returns a value that was observed (exact mode), which keeps small samples honest.
@@ -198,6 +203,36 @@ class HashableDecimal128(Decimal128):
         return hash(self.bid)
 
 
+# Parallel parts send their analyses to the parent pickled. Sets of ObjectIds or dates (ids, creation times:
+# the largest sets) are pickled one object at a time by Python code; they go as one bytes string instead.
+_PACKED_FROM = 64
+_MICROSECOND = datetime.timedelta(microseconds=1)
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _packed(values: set[object]) -> Any:
+    if len(values) < _PACKED_FROM:
+        return values
+    kinds = set(map(type, values))
+    if kinds == {ObjectId}:
+        return ("objectId", b"".join(map(attrgetter("binary"), values)))  # type: ignore[arg-type]
+    if kinds == {datetime.datetime} and not any(map(attrgetter("tzinfo"), values)):
+        micros = array("q", map(_MICROSECOND.__rfloordiv__, map(_EPOCH.__rsub__, values)))  # type: ignore[arg-type]
+        return ("date", micros.tobytes())
+    return values
+
+
+def _unpacked(packed: Any) -> set[object]:
+    if type(packed) is not tuple:
+        return packed
+    kind, data = packed
+    if kind == "objectId":
+        return set(map(ObjectId, (data[i : i + 12] for i in range(0, len(data), 12))))
+    micros = array("q")
+    micros.frombytes(data)
+    return set(map(_EPOCH.__add__, map(partial(datetime.timedelta, 0, 0), micros)))
+
+
 class DistinctCounter:
     """Distinct values of a field: exact up to ``limit`` values, estimated past it.
 
@@ -219,6 +254,13 @@ class DistinctCounter:
         self.top_limit = top_limit
         self.counts: Counter[object] | None = Counter()
         self.unhashable = 0
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return (_packed(self._values), self.level, self.limit, self.top_limit, self.counts, self.unhashable)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        packed, self.level, self.limit, self.top_limit, self.counts, self.unhashable = state
+        self._values = _unpacked(packed)
 
     @property
     def exact(self) -> bool:
