@@ -510,14 +510,15 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
     them), in batches with the bytes their records take in the file.
 
     A mongoexport file is read a chunk of whole lines at a time and each chunk parsed by one C loop; the
-    documents of a ``--jsonArray`` or ``--pretty`` export come in batches too, with 0 bytes (not known).
+    documents of a ``--jsonArray`` or ``--pretty`` export come one a batch, with 0 bytes (not known).
     """
     with _open(path) as handle:
         try:
             if part is None:
                 layout = _json_layout(handle)
-                if layout != "lines":
-                    yield from _batched(_json_value_records(path, handle, array=layout == "array"))
+                if layout != "lines":  # one document a batch: their sizes are not known before parsing
+                    for _line, record in _json_value_records(path, handle, array=layout == "array"):
+                        yield [record], 0
                     return
                 remaining = -1  # to the end of the file
             else:
@@ -546,17 +547,6 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
                 line += len(lines)
         except (OSError, EOFError) as exc:
             raise SourceError(f"cannot read {path}: {exc}") from None
-
-
-def _batched(records: Iterator[tuple[int, Any]], size: int = 1000) -> Iterator[tuple[list[dict[str, Any]], int]]:
-    batch = []
-    for _line, record in records:
-        batch.append(record)
-        if len(batch) == size:
-            yield batch, 0
-            batch = []
-    if batch:
-        yield batch, 0
 
 
 def _parse_lines(path: Path, lines: list[bytes], line_number: Callable[[int], int]) -> list[dict[str, Any]]:
