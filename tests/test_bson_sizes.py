@@ -14,7 +14,7 @@ import pytest
 from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 from bson.datetime_ms import DatetimeMS
 
-from mongopat.analysis.bsonsize import array_sizes, layout_size, scalar_sizes
+from mongopat.analysis.bsonsize import array_overhead, array_sizes, layout_size, scalar_sizes
 from mongopat.analysis.schema import DocumentShape, Limits, walk_documents
 from mongopat.sources.extjson import to_extended
 
@@ -106,3 +106,9 @@ def test_array_sizes_match_encoding_across_key_widths():
         assert array_sizes([length], 8) == [len(bson.encode({"a": lists[0]})) - 8]
         sizes = scalar_sizes(lists[1], {str}) if length else 0
         assert array_sizes([length], sizes if length else 0)[0] == len(bson.encode({"a": lists[1]})) - 8
+
+
+def test_array_overhead_of_long_arrays():
+    for length in (4096, 4097, 10_000, 123_456):
+        assert array_overhead(length) == len(bson.encode({"a": [None] * length})) - 8
+    assert array_sizes([5000, 3], 1) == [len(bson.encode({"a": [True] * n})) - 8 for n in (5000, 3)]

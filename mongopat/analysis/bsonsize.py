@@ -104,29 +104,33 @@ def encoded_size(document: dict[str, Any]) -> int | None:
         return None
 
 
-# _ARRAY_OVERHEAD[n]: an array of n elements without its values: length, keys "0".."n-1" with their type
-# bytes and terminators, and its own terminator. Grown on demand.
-_ARRAY_OVERHEAD = [5]
+def array_overhead(length: int) -> int:
+    """The size of an array of ``length`` elements without their values: int32 length, terminator, and per
+    element a type byte and its key ("0", "1", ...) as a C string."""
+    digits, low, high = 0, 0, 10  # keys low..high-1 have the same number of characters
+    width = 1
+    while low < length:
+        digits += width * (min(length, high) - low)
+        low, high, width = high, high * 10, width + 1
+    return 5 + 2 * length + digits
 
 
-def _array_overhead(longest: int) -> list[int]:
-    table = _ARRAY_OVERHEAD
-    while len(table) <= longest:
-        table.append(table[-1] + 2 + len(str(len(table) - 1)))
-    return table
+# The overhead of arrays up to this long, looked up rather than computed.
+_OVERHEAD = [array_overhead(length) for length in range(4097)]
 
 
 def array_sizes(lengths: list[int], element_sizes: Sizes) -> Sizes:
     """Sizes of arrays of ``lengths`` elements whose values, all arrays' in order, have ``element_sizes``."""
     if element_sizes is None:
         return None
-    overhead = _array_overhead(max(lengths, default=0))
+    short = max(lengths, default=0) < len(_OVERHEAD)
+    overheads = map(_OVERHEAD.__getitem__ if short else array_overhead, lengths)
     if type(element_sizes) is int:
-        return [overhead[n] + element_sizes * n for n in lengths]
+        return [overhead + element_sizes * n for overhead, n in zip(overheads, lengths, strict=True)]
     ends = list(accumulate(lengths))
     prefix = [0, *accumulate(element_sizes)]  # type: ignore[arg-type]
     totals = map(sub, map(prefix.__getitem__, ends), map(prefix.__getitem__, [0, *ends[:-1]]))
-    return list(map(add, totals, map(overhead.__getitem__, lengths)))
+    return list(map(add, totals, overheads))
 
 
 def layout_size(layout: tuple[str, ...]) -> int | None:
