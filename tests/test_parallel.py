@@ -56,30 +56,27 @@ def test_partitions_cover_the_file_exactly(tmp_path, monkeypatch):
     assert ids == [d["_id"] for d in documents(500)]
 
 
-def test_error_line_numbers_are_right_in_later_parts(tmp_path, monkeypatch):
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("{broken", r"things.json:350: not a valid Extended JSON document"),
+        ('{"_id": {"$oid": "not hex"}, "kind": "a"}', r"things.json:350: not a valid Extended JSON document: .*\$oid"),
+    ],
+)
+def test_error_line_numbers_are_right_in_later_parts(tmp_path, monkeypatch, workers, bad, message):
     monkeypatch.setattr(dump, "MIN_PARALLEL_BYTES", 0)
     path = write_export(tmp_path, "things", documents(400))
     lines = path.read_text().splitlines()
-    lines[349] = "{broken"
+    lines[349] = bad
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError, match=r"things.json:350:"):
-        analyze(SourceSpec(dump=str(tmp_path)), options=AnalyzeOptions(workers=2))
+    with pytest.raises(InputError, match=message):
+        analyze(SourceSpec(dump=str(tmp_path)), options=AnalyzeOptions(workers=workers))
 
 
 def test_small_and_compressed_files_are_not_split(tmp_path):
     write_export(tmp_path, "things", documents(10))
     assert DumpSource(tmp_path).partitions("things", 2) is None
-
-
-@pytest.mark.parametrize("workers", [1, 2])
-def test_a_bad_extended_json_value_names_its_line(tmp_path, monkeypatch, workers):
-    monkeypatch.setattr(dump, "MIN_PARALLEL_BYTES", 0)
-    path = write_export(tmp_path, "things", documents(400))
-    lines = path.read_text().splitlines()
-    lines[349] = '{"_id": {"$oid": "not hex"}, "kind": "a"}'
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError, match=r"things.json:350: not a valid Extended JSON document: .*\$oid"):
-        analyze(SourceSpec(dump=str(tmp_path)), options=AnalyzeOptions(workers=workers))
 
 
 def test_blank_lines_and_a_byte_order_mark_are_read_past(tmp_path, monkeypatch):
