@@ -4,7 +4,9 @@ The reports in ``tests/fixtures/reports/`` were written by ``analyze`` before th
 analysis path (issue "analyze: five times mongodb-schema's speed"); every figure of today's report must be
 equal to them, timestamps aside. They cover the sample scenarios and a generated corpus with nested arrays,
 mixed types, sparse fields, maps and values past the distinct limit (integers: their hash, which the
-distinct sampling uses, does not change between processes, unlike a string's).
+distinct sampling uses, does not change between processes, unlike a string's); ``corpus_mixed`` is the same
+corpus with every other line in canonical Extended JSON, read by two processes (its report was written by
+the code before documents were walked in batches).
 
 Past the distinct limit a field's distinct count is an estimate from a sample of hashes, and Python
 hashes strings, bytes and dates differently in every process: those estimates are compared within 30%
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 from bson import Decimal128, ObjectId, json_util
 
+import mongopat.sources.dump as dump
 from mongopat.analysis.collection import AnalyzeOptions
 from mongopat.command import analyze
 from mongopat.sample_data import SCENARIOS, write_scenario
@@ -98,25 +101,32 @@ def estimates(report: dict[str, Any]) -> dict[str, int]:
 
 
 def cases() -> list[str]:
-    return [*sorted(SCENARIOS), "corpus"]
+    return [*sorted(SCENARIOS), "corpus", "corpus_mixed"]
 
 
 def write_case(name: str, folder: Path) -> Path:
-    if name == "corpus":
+    if name.startswith("corpus"):
         data = folder / "corpus"
         data.mkdir(parents=True)
+        # corpus_mixed: lines alternate between relaxed and canonical Extended JSON ($numberInt, $numberDouble,
+        # $numberLong wrappers among plain values), the file read by two processes.
+        modes = [json_util.RELAXED_JSON_OPTIONS]
+        if name == "corpus_mixed":
+            modes.append(json_util.CANONICAL_JSON_OPTIONS)
         with (data / "things.json").open("w", encoding="utf-8") as handle:
-            for document in corpus():
-                handle.write(json_util.dumps(document, json_options=json_util.RELAXED_JSON_OPTIONS) + "\n")
+            for index, document in enumerate(corpus()):
+                handle.write(json_util.dumps(document, json_options=modes[index % len(modes)]) + "\n")
         return data
     write_scenario(SCENARIOS[name](), folder)
     return folder / SCENARIOS[name]().database
 
 
 @pytest.mark.parametrize("name", cases())
-def test_the_report_is_the_one_written_before(tmp_path, name):
+def test_the_report_is_the_one_written_before(tmp_path, monkeypatch, name):
     data = write_case(name, tmp_path)
-    options = AnalyzeOptions(workers=1, distinct_limit=1000 if name == "corpus" else 10_000)
+    monkeypatch.setattr(dump, "MIN_PARALLEL_BYTES", 0)
+    workers = 2 if name == "corpus_mixed" else 1
+    options = AnalyzeOptions(workers=workers, distinct_limit=1000 if name.startswith("corpus") else 10_000)
     report = normalized(analyze(SourceSpec(dump=str(data)), options=options))
     path = REPORTS / f"{name}.json"
     if UPDATE:
