@@ -486,7 +486,8 @@ def _buffer(slot: Slot, values: list[Any], kinds: set[type]) -> None:
 
 
 def walk_document(shape: DocumentShape, doc: dict[str, Any]) -> None:
-    """Fold one document into ``shape``. The hot loop of analysis: keep it lean.
+    """Fold one document into ``shape``, a value at a time: the walk of what :func:`walk_documents` does
+    not walk by columns (documents with new keys, maps, fields of mixed values). Keep it lean.
 
     Documents straight from a mongoexport file may still hold Extended JSON wrappers (``{"$oid": ...}``):
     they are decoded here, in place, rather than in a separate pass over the document, which would cost
@@ -526,7 +527,7 @@ def walk_document(shape: DocumentShape, doc: dict[str, Any]) -> None:
 
 def walk_array(slot: Slot, items: list[Any]) -> None:
     # Same branches as walk_document, written out again on purpose: a shared helper would add a
-    # function call per value to the hottest loop of the tool.
+    # function call per value to a loop that runs once per value.
     append = slot.buffer.append
     for index, value in enumerate(items):
         kind = type(value)
