@@ -100,7 +100,7 @@ def encoded_size(document: dict[str, Any]) -> int | None:
     encoded (the caller encodes the batch again and reports the error)."""
     try:
         return len(bson.encode(document))
-    except Exception:  # noqa: BLE001 - any refusal: the batch is encoded again, which raises it properly
+    except Exception:  # any refusal: the batch is encoded again, which raises it properly
         return None
 
 

@@ -104,15 +104,15 @@ class CollectionAnalysis:
             profile = self.date_profiles[path] = TimeProfile(path, "date")
         profile.add_many(dates_to_epochs(dates))
 
-    def add(self, document: dict[str, Any], size: int | None, record_bytes: int = 0) -> None:
+    def add(self, document: dict[str, Any], size: int | None) -> None:
         """Queue one document; it is walked with the others of its batch at the next :meth:`flush`.
 
         ``size`` is its BSON size, or None when it comes straight from Extended JSON (it is measured once
-        decoded); ``record_bytes``, the length of its record in the file then, bounds the batch's memory.
+        decoded, and counts as the largest size seen so far until then).
         """
         self._pending.append(document)
         self._pending_sizes.append(size)
-        self._pending_bytes += size or record_bytes or self._largest or self.options.flush_bytes
+        self._pending_bytes += size or self._largest or self.options.flush_bytes
         self.documents += 1
         if len(self._pending) >= self.options.flush_every or self._pending_bytes >= self.options.flush_bytes:
             self.flush()
@@ -144,7 +144,7 @@ class CollectionAnalysis:
         self._pending, self._pending_sizes, self._pending_bytes = [], [], 0
         first = self.documents - len(docs)  # position of docs[0] in the stream
         try:
-            measured = walk_documents(self.root, docs)
+            measured = walk_documents(self.root, docs, measure=None in sizes)
         except ExtendedJSONError as exc:
             raise DocumentProblem(first + _undecodable(docs), f"not a valid Extended JSON document: {exc}") from None
         if None in sizes:  # from Extended JSON: measured by the walk, else encoded (exact either way)

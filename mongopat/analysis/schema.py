@@ -376,9 +376,10 @@ def _repath(slot: Slot, path: str) -> None:
 LAYOUTS_KEPT = 1024
 
 
-def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]]) -> list[int] | None:
+def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]], measure: bool = True) -> list[int] | None:
     """Fold a batch of documents into ``shape``, in order, with the result of :func:`walk_document` on each.
-    Returns their BSON sizes (None when one cannot be told: see :mod:`mongopat.analysis.bsonsize`).
+    With ``measure``, returns their BSON sizes (None when one cannot be told: see
+    :mod:`mongopat.analysis.bsonsize`; always None without ``measure``, for documents whose size is known).
 
     Consecutive documents with the same keys in the same order (one *layout*) are walked column by column:
     each field's values across the run go to its slot at once, so the work per value is done by C loops
@@ -388,7 +389,7 @@ def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]]) -> list[int
     """
     fields = shape.fields
     layouts = shape.layouts
-    sizes: list[int] | None = []
+    sizes: list[int] | None = [] if measure else None
     for layout, group in groupby(docs, tuple):
         run = list(group)
         while run:
@@ -409,12 +410,12 @@ def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]]) -> list[int
             columns: list[Sizes] = []
             for key, values in zip(layout, zip(*map(dict.values, run), strict=True), strict=True):
                 column = list(values)
-                changed, column_sizes = walk_values(fields[key], column)
+                changed, column_sizes = walk_values(fields[key], column, measure)
                 if changed:  # decoded wrappers go back into the documents (any() runs the C loop to its end)
                     any(map(setitem, run, repeat(key), column))
                 columns.append(column_sizes)
-            run_sizes = document_sizes(layout, columns)
             if sizes is not None:
+                run_sizes = document_sizes(layout, columns)
                 if run_sizes is None:
                     sizes = None
                 else:
@@ -435,36 +436,37 @@ def _measured(sizes: list[int] | None, docs: list[dict[str, Any]]) -> list[int] 
     return sizes
 
 
-def walk_values(slot: Slot, values: list[Any]) -> tuple[bool, Sizes]:
+def walk_values(slot: Slot, values: list[Any], measure: bool = True) -> tuple[bool, Sizes]:
     """Fold values of one slot, in order: a field across a run of documents, or array elements.
 
     Returns whether Extended JSON wrappers in ``values`` were replaced by what they decode to (the caller
-    puts them back into the documents or arrays they came from), and the values' BSON sizes.
+    puts them back into the documents or arrays they came from), and, with ``measure``, the values' BSON
+    sizes (else None).
     """
     kinds = set(map(type, values))
     if dict not in kinds and list not in kinds:
         _buffer(slot, values, kinds)
-        return False, scalar_sizes(values, kinds)
+        return False, scalar_sizes(values, kinds) if measure else None
     if len(kinds) == 1 and list in kinds:
         slot.n_array += len(values)
         lengths = list(map(len, values))
         slot.lengths += lengths
         items = list(chain.from_iterable(values))
         element = slot.element or slot.make_element()
-        changed, item_sizes = walk_values(element, items) if items else (False, 0)
+        changed, item_sizes = walk_values(element, items, measure) if items else (False, 0)
         if changed:
             start = 0
             for inner in values:
                 end = start + len(inner)
                 inner[:] = items[start:end]
                 start = end
-        return False, array_sizes(lengths, item_sizes)
+        return False, array_sizes(lengths, item_sizes) if measure else None
     if len(kinds) == 1 and all(values):  # documents, none empty: each has a first key
         heads = set(map(next, map(iter, values)))
         wrapped = [head[:1] == "$" for head in heads]
         if not any(wrapped):
             slot.n_object += len(values)
-            return False, walk_documents(slot.document or slot.make_document(), values)
+            return False, walk_documents(slot.document or slot.make_document(), values, measure)
         if all(wrapped):
             decoded = decode_wrappers(values, heads)
             plain = any(map(is_, decoded, values))  # documents whose first key merely starts with "$"
@@ -472,7 +474,7 @@ def walk_values(slot: Slot, values: list[Any]) -> tuple[bool, Sizes]:
             if not plain:
                 kinds = set(map(type, decoded))
                 _buffer(slot, decoded, kinds)
-                return True, scalar_sizes(decoded, kinds)
+                return True, scalar_sizes(decoded, kinds) if measure else None
     # Mixed values: one at a time, as walk_array does (wrappers already decoded above are not decoded again).
     walk_array(slot, values)
     return True, None

@@ -25,22 +25,8 @@ class ShapeTracker:
         self.overflow = 0
         self.clock: str | None = None
 
-    def add(self, fields: frozenset[str], when: float) -> None:
-        entry = self.shapes.get(fields)
-        if entry is None:
-            if len(self.shapes) >= SHAPE_LIMIT:
-                self.overflow += 1
-                return
-            self.shapes[fields] = [1, when, when]
-            return
-        entry[0] += 1
-        if when < entry[1]:
-            entry[1] = when
-        elif when > entry[2]:
-            entry[2] = when
-
     def add_many(self, fields: frozenset[str], whens: list[float]) -> None:
-        """``add`` for documents of one shape, in one step."""
+        """Count documents of one shape, created at ``whens``."""
         entry = self.shapes.get(fields)
         if entry is None:
             if len(self.shapes) >= SHAPE_LIMIT:

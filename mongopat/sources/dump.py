@@ -298,21 +298,15 @@ class DumpSource(Source):
             sampling = Sampling("file", None, f"bytes {part.start}-{part.end} of {path.name}", natural_order=True)
             return DocumentStream(sampling, _read_json_batches(path, part), undecoded=True, locate=locate)
         sampling = Sampling("file", None, f"every document of {path.name}", natural_order=True, complete=True)
-        batches = self._counting_batches(name, _read_json_batches(path))
+        batches = self._counting(name, _read_json_batches(path), batches=True)
         return DocumentStream(sampling, batches, undecoded=True, locate=locate)
 
-    def _counting(self, name: str, items: Iterator[tuple[dict[str, Any], int]]):
+    def _counting(self, name: str, items: Iterator[Any], batches: bool = False):
+        """``items`` (documents, or batches of documents), counting the documents."""
         count = 0
         for item in items:
-            count += 1
+            count += len(item[0]) if batches else 1
             yield item
-        self._counts[name] = count
-
-    def _counting_batches(self, name: str, batches: Iterator[tuple[list[dict[str, Any]], int]]):
-        count = 0
-        for batch in batches:
-            count += len(batch[0])
-            yield batch
         self._counts[name] = count
 
     def _reservoir(self, name: str, path: Path, size: int, sampling: Sampling):
