@@ -402,10 +402,12 @@ def analyze_stream(
     gc.disable()
     try:
         if stream.undecoded:
+            reported = 0
             for documents, record_bytes in stream:
                 analysis.add_batch(documents, record_bytes)
-                if progress is not None:
-                    progress(analysis.documents)
+                if progress is not None and analysis.documents - reported >= every:
+                    reported = analysis.documents
+                    progress(reported)
         else:
             for document, size in stream:
                 add(document, size)
