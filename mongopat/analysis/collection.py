@@ -31,7 +31,7 @@ from mongopat.analysis.schema import (
 from mongopat.analysis.shapes import ShapeTracker
 from mongopat.analysis.shards import chunks_seen
 from mongopat.analysis.sketches import Distribution
-from mongopat.analysis.timeline import TimeProfile, dates_to_epochs, objectid_epoch
+from mongopat.analysis.timeline import TimeProfile, dates_to_epochs, objectid_epoch, objectid_epochs
 from mongopat.errors import InputError
 from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
 from mongopat.sources.extjson import ExtendedJSONError, decode_value
@@ -167,7 +167,7 @@ class CollectionAnalysis:
         identifiers = list(map(dict.get, docs, repeat("_id")))
         whens: list[float | None]
         if set(map(type, identifiers)) == {ObjectId}:
-            whens = list(map(objectid_epoch, identifiers))  # type: ignore[arg-type]
+            whens = objectid_epochs(identifiers)  # type: ignore[assignment,arg-type]
             self._id_epochs += whens
             self.shapes.clock = "_id"
         else:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import datetime
 import math
 from collections import Counter
+from operator import attrgetter, itemgetter
+from struct import iter_unpack
 
 from bson import ObjectId
 
@@ -46,6 +48,11 @@ def dates_to_epochs(values: list[datetime.datetime]) -> list[float]:
 
 def objectid_epoch(oid: ObjectId) -> int:
     return int.from_bytes(oid.binary[:4], "big")
+
+
+def objectid_epochs(oids: list[ObjectId]) -> list[int]:
+    """:func:`objectid_epoch` of many: their first four bytes read by one C loop over their bytes joined."""
+    return list(map(itemgetter(0), iter_unpack(">I8x", b"".join(map(attrgetter("binary"), oids)))))
 
 
 def significant(value: float, digits: int = 4) -> float:
