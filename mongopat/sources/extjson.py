@@ -89,8 +89,8 @@ _SIMPLE = {"$oid": ObjectId, "$date": _date}
 
 def decode_wrappers(values: list[dict[str, Any]], heads: set[str]) -> list[Any]:
     """Decode many wrappers at once (``heads``: their first keys); same results as :func:`decode_wrapper` on
-    each. A column of one-key ``$oid`` or ``$date`` wrappers, the common case, is decoded without a Python
-    call per value beyond the constructor's."""
+    each. A column of one-key ``$oid`` or ``$date`` wrappers, the common case, goes straight to the
+    constructor, without :func:`decode_wrapper`'s dispatch per value."""
     if len(heads) == 1:
         head = next(iter(heads))
         decode = _SIMPLE.get(head)
