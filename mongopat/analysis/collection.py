@@ -114,8 +114,7 @@ class CollectionAnalysis:
         self._pending_sizes.append(size)
         self._pending_bytes += size or self._largest or self.options.flush_bytes
         self.documents += 1
-        if len(self._pending) >= self.options.flush_every or self._pending_bytes >= self.options.flush_bytes:
-            self.flush()
+        self._flush_when_full()
 
     @property
     def queued(self) -> int:
@@ -129,6 +128,9 @@ class CollectionAnalysis:
         self._pending_sizes += [None] * len(documents)
         self._pending_bytes += record_bytes or len(documents) * (self._largest or self.options.flush_bytes)
         self.documents += len(documents)
+        self._flush_when_full()
+
+    def _flush_when_full(self) -> None:
         if len(self._pending) >= self.options.flush_every or self._pending_bytes >= self.options.flush_bytes:
             self.flush()
 
@@ -143,11 +145,12 @@ class CollectionAnalysis:
         docs, sizes = self._pending, self._pending_sizes
         self._pending, self._pending_sizes, self._pending_bytes = [], [], 0
         first = self.documents - len(docs)  # position of docs[0] in the stream
+        unmeasured = None in sizes  # from Extended JSON: measured by the walk, else encoded (exact either way)
         try:
-            measured = walk_documents(self.root, docs, measure=None in sizes)
+            measured = walk_documents(self.root, docs, measure=unmeasured)
         except ExtendedJSONError as exc:
             raise DocumentProblem(first + _undecodable(docs), f"not a valid Extended JSON document: {exc}") from None
-        if None in sizes:  # from Extended JSON: measured by the walk, else encoded (exact either way)
+        if unmeasured:
             if measured is not None:
                 sizes = measured
             else:

@@ -30,6 +30,7 @@ METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
 # Largest document a server accepts, plus headroom for what mongodump may hold (16 MiB + 16 KiB).
 MAX_BSON_DOCUMENT = 16 * 1024 * 1024 + 16 * 1024
 _ARRAY_CHUNK = 1 << 20
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark some tools write at the start of a file
 # Bytes of a mongoexport file the analysis parses at a time (whole lines: about a hundred documents).
 _LINES_CHUNK = 1 << 16
 # Text a --pretty or --jsonArray document may span before a parse error is taken as real (well above the
@@ -535,8 +536,8 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
                 lines = data.split(b"\n")
                 if not lines[-1]:
                     lines.pop()
-                if line == 0 and start == 0 and lines[0].startswith(b"\xef\xbb\xbf"):
-                    lines[0] = lines[0][3:]
+                if line == 0 and start == 0 and lines[0].startswith(BOM):
+                    lines[0] = lines[0][len(BOM) :]
                 yield _parse_lines(path, lines, partial(line_number, before=line)), len(data)
                 line += len(lines)
         except (OSError, EOFError) as exc:
@@ -598,8 +599,8 @@ def _json_records(path: Path, part: FilePart | None = None) -> Iterator[tuple[in
             return
         try:
             for line_number, line in enumerate(handle, 1):
-                if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
-                    line = line[3:]
+                if line_number == 1 and line.startswith(BOM):
+                    line = line[len(BOM) :]
                 if line.strip():
                     yield line_number, line
         except (OSError, EOFError) as exc:
@@ -615,8 +616,8 @@ def _json_part_records(path: Path, handle: IO[bytes], part: FilePart) -> Iterato
             if position >= part.end:
                 return
             position += len(line)
-            if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]
+            if line_number == 1 and line.startswith(BOM):
+                line = line[len(BOM) :]
             if line.strip():
                 yield line_number, line
             line_number += 1
