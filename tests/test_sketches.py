@@ -91,6 +91,20 @@ def test_distinct_membership_is_exact_for_values_passing_the_filter():
     assert not any(value in counter for value in outsiders)
 
 
+@pytest.mark.parametrize("values", [list(range(-30_000, 30_000)), [random.random() - 0.5 for _ in range(60_000)]])
+def test_sample_past_the_limit_is_the_values_whose_unsigned_spread_hash_has_its_top_bits_clear(values):
+    """The sample kept at level L: the values whose 1-tuple hash, read as an unsigned 64-bit number, is
+    below 2**(64 - L). Negative hashes (top bit set) are never kept."""
+    counter = DistinctCounter(limit=1000)
+    for start in range(0, len(values), 5000):
+        counter.add_many(values[start : start + 5000])
+    assert counter.level > 0
+    bound = 1 << (64 - counter.level)
+    expected = {value for value in values if hash((value,)) % 2**64 < bound}
+    assert counter.values == expected
+    assert all(counter.passes_filter(value) == (value in expected) for value in values[:2000])
+
+
 def test_unhashable_values_are_skipped_not_fatal():
     counter = DistinctCounter()
     counter.add_many([1, {"a": 1}, 2])

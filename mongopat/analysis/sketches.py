@@ -12,8 +12,8 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from functools import partial
-from itertools import compress
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, not_, rshift
 from typing import Any
 
 from bson import Decimal128, ObjectId
@@ -173,24 +173,28 @@ def _tidy(value: float | None) -> float | int | None:
     return round(value, 2)
 
 
-_MASK64 = (1 << 64) - 1
+# A value is kept at sampling level L when the top L bits of its 64-bit spread hash are zero. Python's hash
+# is a signed 64-bit integer, and read unsigned, a negative one has its top bit set: so the test is that
+# the hash is not negative and below 2**(64 - L), which is the hash shifted right by 64 - L being 0 (an
+# arithmetic shift leaves -1 for a negative one).
 
 
-def _threshold(level: int) -> int:
-    return 1 << (64 - level)
+def _shift(level: int) -> int:
+    return 64 - level
 
 
 def _spread(value: object) -> int:
     # The hash of a 1-tuple multiplies the value's hash through (CPython's tuple hash), so its high bits
     # depend on all of the value's: small ints, whose own hash is the int itself, sample as uniformly as
     # strings. (Its low bits do not: consecutive ints kept on them were over-counted by up to 40%.)
-    return hash((value,)) & _MASK64
+    return hash((value,))
 
 
 def _sampled(values: list[object], level: int) -> Iterable[object]:
-    """The values whose spread hash has its top ``level`` bits at zero, filtered at C speed (``zip`` makes
-    the 1-tuples without a Python call per value)."""
-    return compress(values, map(_threshold(level).__gt__, map(_MASK64.__and__, map(hash, zip(values)))))
+    """The values kept at ``level`` (>= 1), filtered at C speed: ``zip`` makes the 1-tuples, and the shift
+    and ``not_`` are builtins whose results, 0 and small ints, are cached objects (nothing is allocated per
+    value but the hash)."""
+    return compress(values, map(not_, map(rshift, map(hash, zip(values)), repeat(_shift(level)))))
 
 
 class HashableDecimal128(Decimal128):
@@ -358,7 +362,7 @@ class DistinctCounter:
 
     def passes_filter(self, value: object) -> bool:
         """True when membership of ``value`` can be decided exactly from the kept values."""
-        return self.level == 0 or _spread(value) < _threshold(self.level)
+        return self.level == 0 or not _spread(value) >> _shift(self.level)
 
     def __contains__(self, value: object) -> bool:
         return value in self.values
