@@ -62,6 +62,11 @@ def test_partitions_cover_the_file_exactly(tmp_path, monkeypatch):
     [
         ("{broken", r"things.json:350: not a valid Extended JSON document"),
         ('{"_id": {"$oid": "not hex"}, "kind": "a"}', r"things.json:350: not a valid Extended JSON document: .*\$oid"),
+        # 24 characters, 11 bytes of hex between spaces: not an ObjectId, though bytes.fromhex reads it.
+        (
+            '{"_id": {"$oid": "0123456789 abcdef012345 "}}',
+            r"things.json:350: not a valid Extended JSON document: .*\$oid",
+        ),
     ],
 )
 def test_error_line_numbers_are_right_in_later_parts(tmp_path, monkeypatch, workers, bad, message):
