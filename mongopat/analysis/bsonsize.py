@@ -11,7 +11,7 @@ the caller then encodes the documents, so a size is never an estimate and an err
 from __future__ import annotations
 
 import datetime
-from itertools import accumulate
+from itertools import accumulate, repeat
 from operator import add, sub
 from typing import Any
 
@@ -67,7 +67,7 @@ def scalar_sizes(values: list[Any], kinds: set[type]) -> Sizes:
 def _string_sizes(values: list[str]) -> list[int] | None:
     # int32 length, UTF-8 bytes, terminator. ``isascii`` is a flag read, so ASCII columns skip encoding.
     if all(map(str.isascii, values)):
-        return list(map((5).__add__, map(len, values)))
+        return list(map(add, map(len, values), repeat(5)))
     try:
         return [len(value.encode()) + 5 for value in values]
     except UnicodeEncodeError:  # lone surrogates: bson.encode refuses them, and says so
@@ -160,5 +160,5 @@ def document_sizes(layout: tuple[str, ...], columns: list[Sizes]) -> Sizes:
     if not vectors:
         return total
     if len(vectors) == 1:
-        return list(map(total.__add__, vectors[0]))  # type: ignore[arg-type]
-    return list(map(total.__add__, map(sum, zip(*vectors, strict=True))))
+        return list(map(add, vectors[0], repeat(total)))  # type: ignore[arg-type]
+    return list(map(add, map(sum, zip(*vectors, strict=True)), repeat(total)))

@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime
 import math
 from collections import Counter
-from operator import attrgetter, itemgetter
+from itertools import repeat
+from operator import attrgetter, floordiv, itemgetter
 from struct import iter_unpack
 
 from bson import ObjectId
@@ -102,8 +103,8 @@ class TimeProfile:
         seconds = list(map(math.floor, epochs))
         self.per_second = self._counted(self.per_second, seconds)
         if self.per_minute is not None:
-            self.per_minute = self._counted(self.per_minute, list(map((60).__rfloordiv__, seconds)))
-        self.per_hour.update(map((3600).__rfloordiv__, seconds))
+            self.per_minute = self._counted(self.per_minute, list(map(floordiv, seconds, repeat(60))))
+        self.per_hour.update(map(floordiv, seconds, repeat(3600)))
 
     def merge(self, other: TimeProfile) -> None:
         if other.first is None or other.last is None:
