@@ -49,3 +49,29 @@ def test_the_report_does_not_depend_on_when_buffers_are_flushed(tmp_path):
         report.pop("generated_at")
         reports.append(json.dumps(report, sort_keys=True, default=str))
     assert reports[0] == reports[1]
+
+
+def test_an_analysis_is_freed_without_the_cyclic_collector():
+    """No reference cycle: a dropped analysis (dates and ids included) is freed at once by reference
+    counting, so the cyclic collector never walks its sketches."""
+    import datetime
+    import gc
+
+    from bson import ObjectId
+
+    def analyse() -> None:
+        analysis = CollectionAnalysis("c", AnalyzeOptions())
+        for i in range(600):
+            at = datetime.datetime(2024, 1, 1) + datetime.timedelta(minutes=i)
+            analysis.add({"_id": ObjectId(), "at": at, "tags": [{"k": i % 7}], "sub": {"when": at}}, None)
+        analysis.to_dict()
+
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        analyse()
+        assert gc.collect() == 0
+    finally:
+        if collecting:
+            gc.enable()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import gc
 import json
 import multiprocessing
@@ -31,15 +30,13 @@ from mongopat.analysis.schema import (
 from mongopat.analysis.shapes import ShapeTracker
 from mongopat.analysis.shards import chunks_seen
 from mongopat.analysis.sketches import Distribution
-from mongopat.analysis.timeline import TimeProfile, dates_to_epochs, objectid_epoch, objectid_epochs
+from mongopat.analysis.timeline import DateProfiles, TimeProfile, objectid_epoch, objectid_epochs
 from mongopat.errors import InputError
 from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
 from mongopat.sources.extjson import ExtendedJSONError, decode_value
 
 MB = 1024 * 1024
 SIZE_BOUNDS = (256, 1024, 4096, 16384, 65536, 262144, MB, 4 * MB, 8 * MB, 16 * MB)
-# Date fields beyond this many per collection get no insert-rate profile (memory bound).
-MAX_DATE_PROFILES = 10
 
 
 @dataclass
@@ -76,7 +73,8 @@ class CollectionAnalysis:
         self.name = name
         self.options = options
         self.limits = Limits(options.distinct_limit, options.top_values, options.low_cardinality)
-        self.root = DocumentShape("", 0, False, self.limits, self._on_dates)
+        self.date_profiles = DateProfiles()
+        self.root = DocumentShape("", 0, False, self.limits, self.date_profiles.add)
         self.sizes = Distribution()
         # Documents waiting to be walked as one batch (schema.walk_documents), with their sizes if known.
         self._pending: list[dict[str, Any]] = []
@@ -85,7 +83,6 @@ class CollectionAnalysis:
         self._largest = 0  # the largest BSON size seen: the estimate for documents of unknown size
         self._id_epochs: list[int] = []
         self.id_profile = TimeProfile("_id", "objectId")
-        self.date_profiles: dict[str, TimeProfile] = {}
         self.shapes = ShapeTracker()
         self.natural_order = natural_order
         self.documents = 0
@@ -95,14 +92,6 @@ class CollectionAnalysis:
         self.notes: list[str] = []
         self.references: list[dict[str, Any]] = []  # filled by analysis.references across collections
         self.example: Any = None
-
-    def _on_dates(self, path: str, dates: list[datetime.datetime]) -> None:
-        profile = self.date_profiles.get(path)
-        if profile is None:
-            if len(self.date_profiles) >= MAX_DATE_PROFILES:
-                return
-            profile = self.date_profiles[path] = TimeProfile(path, "date")
-        profile.add_many(dates_to_epochs(dates))
 
     def add(self, document: dict[str, Any], size: int | None) -> None:
         """Queue one document; it is walked with the others of its batch at the next :meth:`flush`.
@@ -198,11 +187,7 @@ class CollectionAnalysis:
         self.root.merge(other.root)
         self.sizes.merge(other.sizes)
         self.id_profile.merge(other.id_profile)
-        for path, profile in other.date_profiles.items():
-            if path in self.date_profiles:
-                self.date_profiles[path].merge(profile)
-            elif len(self.date_profiles) < MAX_DATE_PROFILES:
-                self.date_profiles[path] = profile
+        self.date_profiles.merge(other.date_profiles)
         self.shapes.merge(other.shapes, offset=self.documents)
         self.example = self.example if self.example is not None else other.example
         self.documents += other.documents

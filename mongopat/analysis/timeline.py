@@ -31,6 +31,8 @@ LOAD_MAX_SECONDS = 60
 LOAD_MIN_DOCUMENTS = 100
 MAX_BULK_LOADS = 3
 BULK_SHARE = 0.8
+# Date fields beyond this many per collection get no insert-rate profile (memory bound).
+MAX_DATE_PROFILES = 10
 
 
 def date_to_epoch(value: datetime.datetime) -> float:
@@ -228,3 +230,28 @@ def steady_rate(profile: dict) -> float | None:
     if bulk:
         return bulk.get("rest_per_sec")
     return profile.get("avg_per_sec")
+
+
+class DateProfiles(dict[str, TimeProfile]):
+    """The insert-rate profiles of a collection's date fields, by path (at most :data:`MAX_DATE_PROFILES`).
+
+    Its :meth:`add` is what the slots of date fields call at each flush. It holds these profiles and not
+    the whole analysis, so an analysis makes no reference cycle: it is freed by reference counting as soon
+    as it is dropped, and the cyclic collector never has to walk it (on 100,000 orders it walked tens of
+    thousands of objects to free them, at the end of each run).
+    """
+
+    def add(self, path: str, dates: list[datetime.datetime]) -> None:
+        profile = self.get(path)
+        if profile is None:
+            if len(self) >= MAX_DATE_PROFILES:
+                return
+            profile = self[path] = TimeProfile(path, "date")
+        profile.add_many(dates_to_epochs(dates))
+
+    def merge(self, other: DateProfiles) -> None:
+        for path, profile in other.items():
+            if path in self:
+                self[path].merge(profile)
+            elif len(self) < MAX_DATE_PROFILES:
+                self[path] = profile
