@@ -31,8 +31,9 @@ METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
 MAX_BSON_DOCUMENT = 16 * 1024 * 1024 + 16 * 1024
 _ARRAY_CHUNK = 1 << 20
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark some tools write at the start of a file
-# Bytes of a mongoexport file the analysis parses at a time (whole lines: about a hundred documents).
-_LINES_CHUNK = 1 << 16
+# Bytes of a mongoexport file the analysis parses at a time (whole lines: about a hundred documents of
+# the benchmark's orders, one batch of the analysis: see AnalyzeOptions.flush_every).
+_LINES_CHUNK = 1 << 15
 # Text a --pretty or --jsonArray document may span before a parse error is taken as real (well above the
 # JSON of a 16 MiB BSON document).
 MAX_JSON_DOCUMENT = 8 * MAX_BSON_DOCUMENT
