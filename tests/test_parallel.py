@@ -1,11 +1,14 @@
 """Reading one dump file with several worker processes gives the same report as one process."""
 
 import datetime
+import multiprocessing
+import time
 
 import pytest
 from bson import ObjectId
 
 import mongopat.sources.dump as dump
+import mongopat.sources.shared_parts as shared_parts
 from mongopat.analysis.collection import AnalyzeOptions
 from mongopat.command import analyze
 from mongopat.errors import InputError
@@ -92,3 +95,78 @@ def test_blank_lines_and_a_byte_order_mark_are_read_past(tmp_path, monkeypatch):
     for workers in (1, 2):
         report = analyze(SourceSpec(dump=str(tmp_path)), options=AnalyzeOptions(workers=workers))
         assert report["collections"][0]["count"] == 400
+
+
+def _small_shares(monkeypatch):
+    """Parts, chunks and steals small enough for a file of a few hundred documents."""
+    monkeypatch.setattr(dump, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(dump, "_LINES_CHUNK", 2048)
+    monkeypatch.setattr(shared_parts, "MIN_STEAL_BYTES", 4096)
+
+
+def test_a_stolen_half_is_read_once_and_the_owner_stops_where_it_starts(tmp_path, monkeypatch):
+    _small_shares(monkeypatch)
+    path = write_export(tmp_path, "things", documents(600))
+    source = DumpSource(tmp_path)
+    parts = source.partitions("things", 2)
+    with source.share_parts("things", parts, multiprocessing.get_context("fork")) as shared:
+        first, second = shared.parts
+        owner = dump._read_json_batches(path, first)
+        read = list(next(owner)[0])  # the owner of part 0 has read its first chunk, part 1 is read to its end
+        later = [d for batch, _ in dump._read_json_batches(path, second) for d in batch]
+        stolen = shared.steal(1)  # the second half of what part 0 has left
+        assert stolen is not None and first.start < stolen.start < stolen.end == first.end
+        with path.open("rb") as handle:
+            handle.seek(stolen.start - 1)
+            assert handle.read(1) == b"\n"  # a cut at a line start
+        read += [d for batch, _ in owner for d in batch]
+        taken = [d for batch, _ in dump._read_json_batches(path, stolen) for d in batch]
+    ids = [d["_id"]["$oid"] for d in read + taken + later]
+    assert ids == [str(d["_id"]) for d in documents(600)]
+
+
+@pytest.mark.parametrize("slow", [0, 1])
+def test_a_process_done_first_takes_work_from_the_slower_one_and_the_report_is_the_same(tmp_path, monkeypatch, slow):
+    """Part ``slow`` reads slowly (this process's part, or the worker's): the other process, done first,
+    steals halves of what it has left. Every document is read once, in file order once merged."""
+    _small_shares(monkeypatch)
+    write_export(tmp_path, "things", documents(3000))
+    one = analyze(SourceSpec(dump=str(tmp_path)), options=AnalyzeOptions(workers=1))
+    claim, steal = shared_parts.SharedParts.claim, shared_parts.SharedParts.steal
+    marks = tmp_path / "steals"
+
+    def slow_claim(self, index, size):
+        if index == slow:
+            time.sleep(0.01)
+        return claim(self, index, size)
+
+    def logged_steal(self, thief):
+        stolen = steal(self, thief)
+        if stolen is not None:  # written from either process
+            with marks.open("a") as handle:
+                handle.write(f"{thief}\n")
+        return stolen
+
+    monkeypatch.setattr(shared_parts.SharedParts, "claim", slow_claim)
+    monkeypatch.setattr(shared_parts.SharedParts, "steal", logged_steal)
+    two = analyze(SourceSpec(dump=str(tmp_path)), options=AnalyzeOptions(workers=2))
+    assert comparable(one) == comparable(two)
+    assert set(marks.read_text().split()) == {str(1 - slow)}
+
+
+def test_an_error_in_a_stolen_half_names_its_line(tmp_path, monkeypatch):
+    _small_shares(monkeypatch)
+    path = write_export(tmp_path, "things", documents(3000))
+    lines = path.read_text().splitlines()
+    lines[2900] = "{broken"  # near the end of the worker's part, which the first process steals
+    path.write_text("\n".join(lines) + "\n")
+    claim = shared_parts.SharedParts.claim
+
+    def slow_claim(self, index, size):
+        if index == 1:
+            time.sleep(0.01)
+        return claim(self, index, size)
+
+    monkeypatch.setattr(shared_parts.SharedParts, "claim", slow_claim)
+    with pytest.raises(InputError, match=r"things.json:2901: not a valid Extended JSON document"):
+        analyze(SourceSpec(dump=str(tmp_path)), options=AnalyzeOptions(workers=2))

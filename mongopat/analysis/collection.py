@@ -9,6 +9,7 @@ import os
 import pickle
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import groupby, repeat
 from operator import itemgetter
@@ -32,6 +33,7 @@ from mongopat.analysis.shards import chunks_seen
 from mongopat.analysis.sketches import Distribution
 from mongopat.analysis.timeline import DateProfiles, TimeProfile, objectid_epoch, objectid_epochs
 from mongopat.errors import InputError
+from mongopat.sources import shared_parts
 from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
 from mongopat.sources.extjson import ExtendedJSONError, decode_value
 
@@ -422,27 +424,60 @@ def _analyze_part(job: tuple[Source, str, AnalyzeOptions, Any]) -> CollectionAna
     return analyze_stream(name, source.documents(name, None, decoded=False, part=part), options)
 
 
-def _analyze_part_pickled(job: tuple[Source, str, AnalyzeOptions, Any]) -> bytes:
-    return pickle.dumps(_analyze_part(job), protocol=pickle.HIGHEST_PROTOCOL)
+# An analysis of consecutive documents of a file, and the byte offset where the first of them starts.
+Piece = tuple[int, CollectionAnalysis]
+
+
+def _analyze_pieces(job: tuple[Source, str, AnalyzeOptions, Any]) -> list[Piece]:
+    """Read a part; then, while another part being read has enough left, the second half of what it has
+    left (see shared_parts). A stolen half ends where an earlier stolen one (or this part) starts, most of
+    the time: it is merged with it at once, so a process holds one or two analyses, not one per steal."""
+    source, name, options, part = job
+    pieces = {part.start: _analyze_part(job)}
+    if part.shared is None:
+        return list(pieces.items())
+    shared = shared_parts.lookup(part.shared)
+    while (stolen := shared.steal(part.index)) is not None:
+        analysis = _analyze_part((source, name, options, stolen))
+        following = pieces.pop(stolen.end, None)
+        if following is not None:
+            analysis.merge(following)
+        pieces[stolen.start] = analysis
+    return list(pieces.items())
+
+
+def _analyze_pieces_pickled(job: tuple[Source, str, AnalyzeOptions, Any]) -> bytes:
+    return pickle.dumps(_analyze_pieces(job), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _analyze_parts(source: Source, name: str, options: AnalyzeOptions, parts: list[Any]) -> CollectionAnalysis:
     """Read the parts of one file in worker processes and merge their analyses, in file order. This
     process reads the first part itself while the workers read the others: one process fewer to start and
-    to hold in memory, and none of them waits idle."""
+    to hold in memory. A process done with its part takes half of what another has left, when the source
+    can share its parts (mongoexport files), so none of them waits idle for a slower one."""
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    # Forked workers share the parent's memory until they write to it; freezing the collector keeps its
-    # passes from writing to (and so copying) every inherited object.
-    gc.freeze()
-    with ProcessPoolExecutor(max_workers=min(options.workers, len(parts)) - 1 or 1, mp_context=context) as pool:
-        later = [pool.submit(_analyze_part_pickled, (source, name, options, part)) for part in parts[1:]]
-        gc.unfreeze()
-        analysis = _analyze_part((source, name, options, parts[0]))
-        payloads = [future.result() for future in later]
+    # Shared parts reach the workers by inheritance (their state cannot be pickled): forked workers only.
+    shared = source.share_parts(name, parts, context) if context.get_start_method() == "fork" else None
+    with shared or nullcontext():
+        if shared is not None:
+            parts = shared.parts
+        # Forked workers share the parent's memory until they write to it; freezing the collector keeps its
+        # passes from writing to (and so copying) every inherited object.
+        gc.freeze()
+        workers = min(options.workers, len(parts)) - 1 or 1
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            later = [pool.submit(_analyze_pieces_pickled, (source, name, options, part)) for part in parts[1:]]
+            gc.unfreeze()
+            pieces = _analyze_pieces((source, name, options, parts[0]))
+            payloads = [future.result() for future in later]
     # The workers have exited: their analyses are only unpickled now, so that this process never holds
     # them while the workers still do (the peak memory of the run).
     for payload in payloads:
-        analysis.merge(pickle.loads(payload))
+        pieces += pickle.loads(payload)
+    pieces.sort(key=itemgetter(0))
+    analysis = pieces[0][1]
+    for _start, piece in pieces[1:]:
+        analysis.merge(piece)
     return analysis
 
 

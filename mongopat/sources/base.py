@@ -125,6 +125,12 @@ class Source(ABC):
         """Independent pieces of a collection that workers may read in parallel; None when not splittable."""
         return None
 
+    def share_parts(self, name: str, parts: list[Any], context: Any) -> Any:
+        """The :meth:`partitions` as parts that processes forked from the multiprocessing ``context`` read
+        while taking work from each other (a :class:`~mongopat.sources.shared_parts.SharedParts`); None
+        when they cannot, and each reads its own part to the end."""
+        return None
+
     @abstractmethod
     def count_existing_ids(self, name: str, values: list[Any]) -> int | None:
         """How many of ``values`` are ``_id``s in collection ``name``; None when it cannot tell."""

@@ -20,9 +20,11 @@ import bson
 from bson.errors import BSONError
 
 from mongopat.errors import InputError, SourceError
+from mongopat.sources import shared_parts
 from mongopat.sources.archive import ARCHIVE_SUFFIXES, ArchivedCollection, archive_records, is_archive, read_prelude
 from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
 from mongopat.sources.extjson import ExtendedJSONError, JSONDecodeError, decode_document, decode_value, loads
+from mongopat.sources.shared_parts import SharedParts
 
 JSON_SUFFIXES = (".json", ".json.gz")
 BSON_SUFFIXES = (".bson", ".bson.gz")
@@ -340,6 +342,14 @@ class DumpSource(Source):
             return None
         return partition_file(self.file_of(name), parts)
 
+    def share_parts(self, name: str, parts: list[FilePart], context: Any) -> SharedParts | None:
+        """The parts of a mongoexport file as parts that processes forked from ``context`` read while taking
+        work from each other (None for other files: see shared_parts)."""
+        path = self.file_of(name)
+        if name in self._archived or path.name.endswith(BSON_SUFFIXES):
+            return None
+        return SharedParts(path, parts, context)
+
     def count_existing_ids(self, name: str, values: list[Any]) -> int | None:
         wanted = set()
         for value in values:
@@ -387,6 +397,10 @@ class FilePart:
     start: int
     end: int
     first_line: int | None = 1
+    # Set for a part read alongside others that may take the rest of it (see shared_parts): the key of
+    # their shared state, and the part's index there.
+    shared: int | None = None
+    index: int = 0
 
 
 def first_line_of(path: Path, part: FilePart) -> int:
@@ -521,17 +535,30 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
                 handle.seek(part.start)
                 remaining = part.end - part.start
             start = 0 if part is None else part.start
+            shared = None if part is None or part.shared is None else shared_parts.lookup(part.shared)
+            if shared is not None:
+                remaining = -1  # to where the shared state says the part ends, which a thief may move back
+            position = start
             line = 0  # lines read before this chunk
 
             def line_number(index: int, before: int) -> int:
                 return (1 if part is None else first_line_of(path, part)) + before + index
 
             while remaining:
-                data = handle.read(_LINES_CHUNK if remaining < 0 else min(_LINES_CHUNK, remaining))
+                if shared is not None:
+                    size = shared.claim(part.index, _LINES_CHUNK)  # type: ignore[union-attr]
+                    if not size:
+                        return
+                else:
+                    size = _LINES_CHUNK if remaining < 0 else min(_LINES_CHUNK, remaining)
+                data = handle.read(size)
                 if not data:
                     return
                 if data[-1:] != b"\n":
                     data += handle.readline()  # the rest of the line the chunk cut (a part ends with a line)
+                position += len(data)
+                if shared is not None:
+                    shared.reached(part.index, position)  # type: ignore[union-attr]
                 if remaining > 0:
                     remaining = max(0, remaining - len(data))
                 lines = data.split(b"\n")
