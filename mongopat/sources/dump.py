@@ -24,7 +24,6 @@ from mongopat.sources import shared_parts
 from mongopat.sources.archive import ARCHIVE_SUFFIXES, ArchivedCollection, archive_records, is_archive, read_prelude
 from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
 from mongopat.sources.extjson import ExtendedJSONError, JSONDecodeError, decode_document, decode_value, loads
-from mongopat.sources.shared_parts import SharedParts
 
 JSON_SUFFIXES = (".json", ".json.gz")
 BSON_SUFFIXES = (".bson", ".bson.gz")
@@ -342,13 +341,13 @@ class DumpSource(Source):
             return None
         return partition_file(self.file_of(name), parts)
 
-    def share_parts(self, name: str, parts: list[FilePart], context: Any) -> SharedParts | None:
+    def share_parts(self, name: str, parts: list[FilePart], context: Any) -> shared_parts.SharedParts | None:
         """The parts of a mongoexport file as parts that processes forked from ``context`` read while taking
         work from each other (None for other files: see shared_parts)."""
         path = self.file_of(name)
         if name in self._archived or path.name.endswith(BSON_SUFFIXES):
             return None
-        return SharedParts(path, parts, context)
+        return shared_parts.SharedParts(path, parts, context)
 
     def count_existing_ids(self, name: str, values: list[Any]) -> int | None:
         wanted = set()
@@ -535,8 +534,9 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
                 handle.seek(part.start)
                 remaining = part.end - part.start
             start = 0 if part is None else part.start
-            shared = None if part is None or part.shared is None else shared_parts.lookup(part.shared)
-            if shared is not None:
+            shared, index = None, 0
+            if part is not None and part.shared is not None:
+                shared, index = shared_parts.lookup(part.shared), part.index
                 remaining = -1  # to where the shared state says the part ends, which a thief may move back
             position = start
             line = 0  # lines read before this chunk
@@ -546,7 +546,7 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
 
             while remaining:
                 if shared is not None:
-                    size = shared.claim(part.index, _LINES_CHUNK)  # type: ignore[union-attr]
+                    size = shared.claim(index, _LINES_CHUNK)
                     if not size:
                         return
                 else:
@@ -558,7 +558,7 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
                     data += handle.readline()  # the rest of the line the chunk cut (a part ends with a line)
                 position += len(data)
                 if shared is not None:
-                    shared.reached(part.index, position)  # type: ignore[union-attr]
+                    shared.reached(index, position)
                 if remaining > 0:
                     remaining = max(0, remaining - len(data))
                 lines = data.split(b"\n")
