@@ -424,26 +424,26 @@ def _analyze_part(job: tuple[Source, str, AnalyzeOptions, Any]) -> CollectionAna
     return analyze_stream(name, source.documents(name, None, decoded=False, part=part), options)
 
 
-# An analysis of consecutive documents of a file, and the byte offset where the first of them starts.
-Piece = tuple[int, CollectionAnalysis]
+# An analysis of consecutive documents of a file (pickled, or not), and the byte offset where the first of
+# them starts.
+Piece = tuple[int, "CollectionAnalysis | bytes"]
 
 
 def _analyze_pieces(job: tuple[Source, str, AnalyzeOptions, Any]) -> list[Piece]:
     """Read a part; then, while another part being read has enough left, the second half of what it has
-    left (see shared_parts). A stolen half ends where an earlier stolen one (or this part) starts, most of
-    the time: it is merged with it at once, so a process holds one or two analyses, not one per steal."""
+    left (see shared_parts), each in an analysis of its own. An analysis is pickled when the next one
+    starts (a few hundred KiB instead of several MiB), so a process holds one at a time: a thief would
+    otherwise hold two, the run's peak memory."""
     source, name, options, part = job
-    pieces = {part.start: _analyze_part(job)}
-    if part.shared is None:
-        return list(pieces.items())
-    shared = shared_parts.lookup(part.shared)
-    while (stolen := shared.steal(part.index)) is not None:
-        analysis = _analyze_part((source, name, options, stolen))
-        following = pieces.pop(stolen.end, None)
-        if following is not None:
-            analysis.merge(following)
-        pieces[stolen.start] = analysis
-    return list(pieces.items())
+    start, analysis = part.start, _analyze_part(job)
+    pieces: list[Piece] = []
+    shared = None if part.shared is None else shared_parts.lookup(part.shared)
+    while shared is not None and (stolen := shared.steal(part.index)) is not None:
+        pieces.append((start, pickle.dumps(analysis, protocol=pickle.HIGHEST_PROTOCOL)))
+        del analysis  # freed before the next one fills
+        start, analysis = stolen.start, _analyze_part((source, name, options, stolen))
+    pieces.append((start, analysis))
+    return pieces
 
 
 def _analyze_pieces_pickled(job: tuple[Source, str, AnalyzeOptions, Any]) -> bytes:
@@ -475,9 +475,14 @@ def _analyze_parts(source: Source, name: str, options: AnalyzeOptions, parts: li
     for payload in payloads:
         pieces += pickle.loads(payload)
     pieces.sort(key=itemgetter(0))
-    analysis = pieces[0][1]
-    for _start, piece in pieces[1:]:
-        analysis.merge(piece)
+    analysis: CollectionAnalysis | None = None
+    for _start, piece in pieces:
+        piece = pickle.loads(piece) if type(piece) is bytes else piece
+        if analysis is None:
+            analysis = piece
+        else:
+            analysis.merge(piece)
+    assert analysis is not None
     return analysis
 
 
