@@ -1,10 +1,10 @@
 """The parts of one export file read by several processes at once, which take work from each other.
 
-Each process reads its part a chunk at a time. A process done with its part takes the second half (at
-most a few MiB) of what is left of the part with the most left (:meth:`SharedParts.steal`), so that none
-waits idle while another still reads: on a shared host, one of two processes often runs much slower than
-the other. What each part still has to read lives in memory the processes share (inherited when they are
-forked), under a lock.
+Each process reads its part a chunk at a time. A process done with its part takes the second half of
+what is left of the part with the most left (:meth:`SharedParts.steal`), so that none waits idle while
+another still reads: on a shared host, one of two processes often runs much slower than the other. What
+each part still has to read lives in memory the processes share (inherited when they are forked), under
+a lock.
 
 Only mongoexport files (one document a line) are shared: a cut is moved to the next line start by reading
 a line. BSON files have no such mark to find a document boundary from the middle.
@@ -23,10 +23,6 @@ if TYPE_CHECKING:
 # A part is only split when this many bytes of it are left, so that the stolen half is worth the merge of
 # one more analysis (about 20 ms on the benchmark's orders, where a mebibyte takes about 40 ms to read).
 MIN_STEAL_BYTES = 2 * 2**20
-# At most this many bytes are taken at once: the thief holds the analysis of what it took next to its own
-# until they are merged, and an analysis of a few thousand orders holds several MiB (its distinct values
-# before they are sampled). The thief comes back for more if there is still enough left.
-MAX_STEAL_BYTES = 2 * 2**20
 
 # SharedParts by key: a forked worker finds its parts' shared state here (it cannot be pickled to it).
 _REGISTRY: dict[int, SharedParts] = {}
@@ -77,9 +73,8 @@ class SharedParts:
             return max(0, self._positions[2 * index + 1] - self._positions[2 * index])
 
     def steal(self, thief: int) -> FilePart | None:
-        """Take the second half of what is left of the part with the most left (not ``thief``'s own), at
-        most its last :data:`MAX_STEAL_BYTES`: a new part, read by the thief alone. None when no part has
-        :data:`MIN_STEAL_BYTES` left."""
+        """Take the second half of what is left of the part with the most left (not ``thief``'s own): a new
+        part, read by the thief alone. None when no part has :data:`MIN_STEAL_BYTES` left."""
         from mongopat.sources.dump import FilePart
 
         positions = self._positions
@@ -92,7 +87,7 @@ class SharedParts:
                 start, end = positions[2 * victim], positions[2 * victim + 1]
             if end - start < MIN_STEAL_BYTES:
                 return None
-            cut = _line_start(self.path, max(start + (end - start) // 2, end - MAX_STEAL_BYTES))
+            cut = _line_start(self.path, start + (end - start) // 2)
             with positions.get_lock():
                 # The owner reads on meanwhile: the cut must still lie ahead of what it has claimed.
                 if positions[2 * victim + 1] == end and positions[2 * victim] <= cut < end:
