@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mongopat.sources.dump import FilePart
 
-# A part is only split when this many bytes of it are left, so that the stolen half is worth the merge of
-# one more analysis (about 20 ms on the benchmark's orders, where a mebibyte takes about 40 ms to read).
-MIN_STEAL_BYTES = 2 * 2**20
+# A part is only split when this many bytes of it are left, so that the stolen half is worth what a steal
+# costs: the thief pickles its analysis, which the parent unpickles and merges at the end (50 to 100 ms
+# together on the benchmark's orders, where two busy processes read a mebibyte in about 40 ms each).
+MIN_STEAL_BYTES = 4 * 2**20
 
 # SharedParts by key: a forked worker finds its parts' shared state here (it cannot be pickled to it).
 _REGISTRY: dict[int, SharedParts] = {}
@@ -67,10 +68,6 @@ class SharedParts:
         positions = self._positions
         with positions.get_lock():
             positions[2 * index] = position
-
-    def left(self, index: int) -> int:
-        with self._positions.get_lock():
-            return max(0, self._positions[2 * index + 1] - self._positions[2 * index])
 
     def steal(self, thief: int) -> FilePart | None:
         """Take the second half of what is left of the part with the most left (not ``thief``'s own): a new
