@@ -173,3 +173,12 @@ def test_an_error_in_a_stolen_half_names_its_line(tmp_path, monkeypatch):
     monkeypatch.setattr(shared_parts.SharedParts, "claim", slow_claim)
     with pytest.raises(InputError, match=r"things.json:2901: not a valid Extended JSON document"):
         analyze(SourceSpec(dump=str(tmp_path)), options=AnalyzeOptions(workers=2))
+
+
+def test_bson_files_keep_their_fixed_parts(tmp_path, monkeypatch):
+    """A BSON file has no mark to find a document boundary from the middle: its parts are not shared."""
+    monkeypatch.setattr(dump, "MIN_PARALLEL_BYTES", 0)
+    write_bson_dump(tmp_path, "things", documents(500))
+    source = DumpSource(tmp_path)
+    parts = source.partitions("things", 2)
+    assert len(parts) == 2 and source.share_parts("things", parts, multiprocessing.get_context("fork")) is None
