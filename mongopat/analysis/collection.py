@@ -38,6 +38,8 @@ from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sa
 from mongopat.sources.extjson import ExtendedJSONError, decode_value
 
 MB = 1024 * 1024
+# What bson.encode raises for a document it cannot store (a batch's and then each document's encoding).
+BSON_REFUSALS = (BSONError, OverflowError, TypeError, ValueError)
 SIZE_BOUNDS = (256, 1024, 4096, 16384, 65536, 262144, MB, 4 * MB, 8 * MB, 16 * MB)
 
 
@@ -151,7 +153,7 @@ class CollectionAnalysis:
             else:
                 try:
                     sizes = list(map(len, map(bson.encode, docs)))
-                except (BSONError, OverflowError, TypeError, ValueError):
+                except BSON_REFUSALS:
                     index, problem = _unencodable(docs)
                     raise DocumentProblem(first + index, f"cannot be stored as BSON: {problem}") from None
         self.sizes.add_many(sizes)
@@ -378,7 +380,7 @@ def _unencodable(docs: list[dict[str, Any]]) -> tuple[int, str]:
     for index, doc in enumerate(docs):
         try:
             bson.encode(doc)
-        except (BSONError, OverflowError, TypeError, ValueError) as exc:
+        except BSON_REFUSALS as exc:
             return index, str(exc)
     return 0, "unknown"
 

@@ -534,9 +534,9 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
                 handle.seek(part.start)
                 remaining = part.end - part.start
             start = 0 if part is None else part.start
-            shared, index = None, 0
+            shared, shared_index = None, 0
             if part is not None and part.shared is not None:
-                shared, index = shared_parts.lookup(part.shared), part.index
+                shared, shared_index = shared_parts.lookup(part.shared), part.index
                 remaining = -1  # to where the shared state says the part ends, which a thief may move back
             position = start
             line = 0  # lines read before this chunk
@@ -546,7 +546,7 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
 
             while remaining:
                 if shared is not None:
-                    size = shared.claim(index, _LINES_CHUNK)
+                    size = shared.claim(shared_index, _LINES_CHUNK)
                     if not size:
                         return
                 else:
@@ -558,7 +558,7 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
                     data += handle.readline()  # the rest of the line the chunk cut (a part ends with a line)
                 position += len(data)
                 if shared is not None:
-                    shared.reached(index, position)
+                    shared.reached(shared_index, position)
                 if remaining > 0:
                     remaining = max(0, remaining - len(data))
                 lines = data.split(b"\n")
