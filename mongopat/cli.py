@@ -1040,6 +1040,14 @@ def migrate_guide(
         ),
     ] = False,
     samples: Annotated[int, typer.Option("--samples", help="--check: documents sampled per read.", min=1)] = 5,
+    scratch_uri: Annotated[
+        str | None,
+        typer.Option(
+            "--scratch-uri",
+            help="--check: prove on this server, in two scratch databases it creates and drops "
+            "(default: the embedded engine, in memory).",
+        ),
+    ] = None,
     quiet: QuietOption = False,
 ) -> None:
     """What the application must change: every read and write of the access file rewritten for the new shape."""
@@ -1050,7 +1058,7 @@ def migrate_guide(
         if not access:
             raise MongopatError("--access is required: the guide rewrites the reads and writes it declares")
         if check_:
-            result = command.migrate_guide_check(source, dir, access, ids, samples)
+            result = command.migrate_guide_check(source, dir, access, ids, samples, scratch_uri=scratch_uri)
             if format == "json":
                 emit_json(result)
             else:

@@ -374,11 +374,17 @@ def migrate_guide_check(
     ids: list[str] | None = None,
     samples: int = 5,
     seed: int = 0,
+    scratch_uri: str | None = None,
 ) -> dict[str, Any]:
     """Prove each applied migration's guide on a dump folder's own data: today's reads on the backups
-    ``migrate up --dump`` keeps, the rewritten ones on the migrated files, and the writes on both."""
+    ``migrate up --dump`` keeps, the rewritten ones on the migrated files, and the writes on both. Both
+    states are loaded into two scratch databases on ``scratch_uri`` (created, then dropped), or else into
+    the embedded engine."""
+    from pymongo.errors import PyMongoError
+
     from mongopat.guide import GUIDE_VERSION
     from mongopat.guide.dump_check import check_migration
+    from mongopat.sources.mongo import describe_error
 
     if not spec.dump or spec.uri:
         raise InputError("--check runs on a dump folder: give --dump (the folder 'migrate up --dump' migrated)")
@@ -391,11 +397,15 @@ def migrate_guide_check(
     not_applied = [i for i in chosen if states.get(i) != "applied"]
     if not_applied:
         raise InputError(f"not applied to {spec.dump}: {', '.join(not_applied)}", hint="run 'migrate up --dump' first")
+    scratch = _scratch_server(scratch_uri, spec) if scratch_uri else None
     checked = []
     for guide in guides:
         if guide.migration.id not in chosen:
             continue
-        result = check_migration(runner, guide, samples, seed)  # type: ignore[arg-type]
+        try:
+            result = check_migration(runner, guide, samples, seed, scratch)  # type: ignore[arg-type]
+        except PyMongoError as exc:
+            raise describe_error(exc, scratch_uri) from None
         checked.append(
             {
                 "id": guide.migration.id,
@@ -410,6 +420,13 @@ def migrate_guide_check(
             }
         )
     return {"guide_version": GUIDE_VERSION, "ok": not any(c["differences"] for c in checked), "migrations": checked}
+
+
+def _scratch_server(uri: str, spec: SourceSpec) -> Any:
+    """A client of the scratch deployment ``uri`` (its databases are mongopat's own for the check)."""
+    from mongopat.sources.mongo import MongoSource
+
+    return MongoSource(uri, "mongopat_scratch", timeout_ms=spec.timeout_ms, max_time_ms=spec.max_time_ms).client
 
 
 def check(

@@ -1,5 +1,13 @@
-"""Shared fixtures. Every test that touches a database takes its client from ``mongo``: mongomock in
-process by default, a real server when MONGOPAT_TEST_URI is set (e.g. mongodb://localhost:27017)."""
+"""Shared fixtures. Every test that touches a database takes its client from ``mongo``, which runs it in two
+lanes: ``mongomock`` (in process) and ``server`` (a real server over the wire: a SecantusDB process this
+session starts on a free loopback port, or the deployment MONGOPAT_TEST_URI names). MONGOPAT_TEST_LANES
+picks lanes (``mongomock``, ``server`` or both, comma-separated; default both).
+
+Where an engine departs from MongoDB's documented behaviour, the test carries
+``@pytest.mark.diverges(engine, reason)``: on that engine it is an expected failure (strict, so a fixed
+engine is noticed), on the others it runs as usual. The reason is a one-line reproduction. The README's
+conformance table lists every one.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +22,23 @@ import bson
 import pytest
 from bson import json_util
 
+from tests.server_process import ServerProcess, daemon_path, environment_flag
+
 REAL_SERVER_URI = os.environ.get("MONGOPAT_TEST_URI")
+LANES = [lane.strip() for lane in os.environ.get("MONGOPAT_TEST_LANES", "mongomock,server").split(",") if lane.strip()]
+# CI sets it: a server lane that cannot start fails the run instead of being skipped.
+REQUIRE_SERVER = environment_flag("MONGOPAT_REQUIRE_SERVER")
+ENGINES = ("mongomock", "secantusdb", "mongodb")
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line(
+        "markers", "diverges(engine, reason): the engine departs from MongoDB here; expected to fail on it"
+    )
+    config.addinivalue_line("markers", "server_only(reason): needs a real server (processes, threads, the wire)")
+    unknown = set(LANES) - {"mongomock", "server"}
+    if unknown:
+        raise pytest.UsageError(f"MONGOPAT_TEST_LANES: unknown lane(s) {sorted(unknown)}; use mongomock, server")
 
 
 @dataclass
@@ -23,6 +47,8 @@ class MongoTarget:
     uri: str
     db_name: str
     real: bool
+    engine: str = "mongomock"
+    server: ServerProcess | None = None  # the process this session started, to kill and restart
 
     @property
     def db(self) -> Any:
@@ -31,24 +57,78 @@ class MongoTarget:
     def cli_args(self) -> list[str]:
         return ["--uri", self.uri, "--db", self.db_name]
 
-
-@pytest.fixture
-def mongo() -> Any:
-    name = f"mongopat_test_{uuid.uuid4().hex[:10]}"
-    if REAL_SERVER_URI:
+    def new_client(self) -> Any:
+        """A client of its own (its own connections), for a second writer."""
         import pymongo
 
-        client = pymongo.MongoClient(REAL_SERVER_URI, serverSelectionTimeoutMS=5000)
-        target = MongoTarget(client, REAL_SERVER_URI, name, real=True)
+        return pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=5000)
+
+
+@dataclass
+class Server:
+    uri: str
+    engine: str
+    process: ServerProcess | None
+
+
+def engine_of(client: Any) -> str:
+    return "secantusdb" if "secantusVersion" in client.admin.command("buildInfo") else "mongodb"
+
+
+@pytest.fixture(scope="session")
+def real_server(tmp_path_factory: Any) -> Any:
+    """The server lane's deployment, started on first use and stopped when the session ends."""
+    import pymongo
+
+    if REAL_SERVER_URI:
+        with pymongo.MongoClient(REAL_SERVER_URI, serverSelectionTimeoutMS=5000) as client:
+            yield Server(REAL_SERVER_URI, engine_of(client), None)
+        return
+    program = daemon_path()
+    if program is None:
+        message = "the server lane needs SecantusDB (pip install -e '.[test]') or MONGOPAT_TEST_URI"
+        if REQUIRE_SERVER:
+            pytest.fail(message)
+        pytest.skip(message)
+    process = ServerProcess(tmp_path_factory.mktemp("server"), program)
+    process.start()
+    try:
+        yield Server(process.uri, "secantusdb", process)
+    finally:
+        process.stop()
+
+
+def apply_divergences(request: Any, engine: str) -> None:
+    for marker in request.node.iter_markers("diverges"):
+        marked, reason = marker.args
+        assert marked in ENGINES, f"diverges: unknown engine {marked!r}"
+        if marked == engine:
+            request.applymarker(pytest.mark.xfail(reason=f"{engine}: {reason}", strict=True))
+
+
+@pytest.fixture(params=LANES)
+def mongo(request: Any) -> Any:
+    name = f"mongopat_test_{uuid.uuid4().hex[:10]}"
+    if request.param == "server":
+        import pymongo
+
+        server = request.getfixturevalue("real_server")
+        client = pymongo.MongoClient(server.uri, serverSelectionTimeoutMS=5000)
+        target = MongoTarget(client, server.uri, name, real=True, engine=server.engine, server=server.process)
     else:
+        for marker in request.node.iter_markers("server_only"):
+            pytest.skip(f"server lane only: {marker.args[0]}")
         from mongopat.sources.mongo import mongomock_client
 
         client = mongomock_client("tests")
         target = MongoTarget(client, "mongomock://tests", name, real=False)
+    apply_divergences(request, target.engine)
     yield target
-    client.drop_database(name)
-    if REAL_SERVER_URI:
-        client.close()
+    try:
+        client.drop_database(name)
+    finally:
+        if target.real:
+            client.close()
 
 
 def write_export(folder: Path, collection: str, documents: list[dict[str, Any]], canonical: bool = False) -> Path:

@@ -1,12 +1,15 @@
 """``migrate guide --check`` on a dump folder: each applied migration's reads and writes proven on the
 folder's own data, the state before the migration taken from the backups ``migrate up --dump`` keeps.
 
-Both states are loaded into an in-memory database (mongomock), so a collection must fit in memory; the
-data is read, never written.
+Both states are loaded into two scratch databases: on a server given with ``--scratch-uri`` (created for
+the check and dropped after it), or else in the embedded engine (mongomock, in memory, so a collection must
+fit in memory; it computes a few operators differently from MongoDB: the README's conformance table). The
+folder is read, never written.
 """
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +51,18 @@ def states(runner: DumpRunner, guide: MigrationGuide) -> tuple[dict[str, Path], 
     return before, after
 
 
-def check_migration(runner: DumpRunner, guide: MigrationGuide, samples: int, seed: int) -> ProofResult:
+def check_migration(
+    runner: DumpRunner, guide: MigrationGuide, samples: int, seed: int, client: Any = None
+) -> ProofResult:
+    """Prove ``guide`` with both states loaded into ``client`` (a scratch server), or the embedded engine."""
     from mongopat.sources.mongo import mongomock_client
 
     before_files, after_files = states(runner, guide)
-    client = mongomock_client("guide-check")
-    before_db, after_db = client[f"before_{guide.migration.id}"], client[f"after_{guide.migration.id}"]
+    client = client if client is not None else mongomock_client("guide-check")
+    # Names of their own: two checks on one scratch server never share a database.
+    run = uuid.uuid4().hex[:8]
+    before_db = client[f"mongopat_guide_{run}_before"]
+    after_db = client[f"mongopat_guide_{run}_after"]
     try:
         _load(before_db, before_files)
         _load(after_db, after_files)

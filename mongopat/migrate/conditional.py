@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import bson
-from bson.binary import Binary
 from pymongo import ReplaceOne
 from pymongo.errors import BulkWriteError
 
@@ -51,8 +50,18 @@ def versions_of(documents: Any) -> list[tuple[bytes, Document]]:
     return [(raw, bson.decode(raw)) for raw in map(raw_bytes, documents)]
 
 
-def digest(raw: bytes) -> Binary:
-    return Binary(hashlib.sha1(raw, usedforsecurity=False).digest())
+def digest(raw: bytes) -> bytes:
+    """A document version's fingerprint. Plain bytes: pymongo stores them as binary subtype 0 and reads them
+    back as ``bytes``, and a ``Binary`` never equals ``bytes`` in pymongo, whatever their content."""
+    return hashlib.sha1(raw, usedforsecurity=False).digest()
+
+
+def left_alone(current: bytes, kept: dict[str, Any]) -> bool:
+    """Whether a document (its bytes now) is still the version ``up`` wrote in place of the backup ``kept``.
+    The stored digest is compared as bytes: a server returns ``bytes``, mongomock whatever object it was
+    given (a ``Binary`` where an earlier mongopat wrote one)."""
+    after = kept.get("after")
+    return after is not None and bytes(after) == digest(current)
 
 
 def unchanged_since(doc: Document) -> dict[str, Any]:
@@ -70,7 +79,7 @@ def count(stats: dict[str, Any], key: str, amount: int = 1) -> None:
 
 def backup(key: dict[str, Any], raw: bytes, after: bytes) -> dict[str, Any]:
     """What ``down`` needs of one document: the bytes read, and a digest of what replaced them."""
-    return {"_id": key, "raw": Binary(raw), "after": digest(after)}
+    return {"_id": key, "raw": raw, "after": digest(after)}
 
 
 def keep_backups(collection: Any, backups: list[dict[str, Any]]) -> None:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import bson
-from bson.binary import Binary
 from pymongo import ASCENDING, ReplaceOne
 from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
@@ -32,6 +31,7 @@ from mongopat.migrate.conditional import (
     decoded_id,
     digest,
     keep_backups,
+    left_alone,
     raw_bytes,
     unchanged_since,
     versions_of,
@@ -844,8 +844,8 @@ class Runner(BucketSteps, RunnerBase):
                 {
                     "_id": backup_id(migration_id, index, step.collection, doc["_id"]),
                     # As if up had transformed it from this document without the marker, and it changed since.
-                    "raw": Binary(bson.encode({k: v for k, v in doc.items() if k != marker})),
-                    "after": Binary(b""),
+                    "raw": bson.encode({k: v for k, v in doc.items() if k != marker}),
+                    "after": b"",
                 }
                 for doc in documents
                 if hashable_key(doc["_id"]) in parents
@@ -883,8 +883,7 @@ class Runner(BucketSteps, RunnerBase):
                 key = hashable_key(current["_id"])
                 backup = originals[key]
                 original = bson.decode(bytes(backup["raw"]))
-                after = backup.get("after")
-                if after is None or digest(raw_bytes(raw)) == after:
+                if backup.get("after") is None or left_alone(raw_bytes(raw), backup):
                     restored: Document | None = original  # left alone since up: the original bytes
                 else:
                     restored = operation.inverse(current, original, step, side.get(key, []))

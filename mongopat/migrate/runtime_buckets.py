@@ -36,8 +36,8 @@ from mongopat.migrate.conditional import (
     count,
     decoded,
     decoded_id,
-    digest,
     keep_backups,
+    left_alone,
     unchanged_since,
     versions_of,
 )
@@ -371,7 +371,7 @@ def _as_document(item: Document, b: Document, step: Step, backups: dict[Any, Doc
     """A reading as a document again: its original bytes when it is the reading ``up`` moved, untouched."""
     backup = backups.get(_key(item.get("_id")))
     original = bson.decode(bytes(backup["raw"])) if backup else None
-    if backup and digest(bson.encode(item)) == backup.get("after"):
+    if backup and left_alone(bson.encode(item), backup):
         return original  # type: ignore[return-value]
     return bucket.reading(item, b, step, original)
 

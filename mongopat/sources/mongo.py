@@ -57,8 +57,8 @@ def mongomock_client(name: str = "localhost") -> Any:
     """The in-process mongomock client behind ``mongomock://<name>/...`` (created on first use)."""
     try:
         import mongomock
-    except ImportError:  # pragma: no cover - mongomock ships with the test extra
-        raise InputError("mongomock:// needs the mongomock package: pip install 'mongopat[test]'") from None
+    except ImportError:  # pragma: no cover - a dependency of mongopat; missing only from a broken install
+        raise InputError("the embedded engine needs the mongomock package: pip install mongomock") from None
     with _MOCK_LOCK:
         _accept_current_bulk_operations()
         if name not in _MOCK_SERVERS:

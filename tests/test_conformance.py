@@ -1,0 +1,160 @@
+"""MongoDB behaviours mongopat relies on, one test each, as MongoDB's documentation states them.
+
+They run on both lanes. Where a test engine departs from MongoDB, the ``diverges`` marker records how (its
+reason is a one-line reproduction) and the test is an expected failure there; the README's conformance
+table lists the same rows. mongopat's code carries no workaround for any of them.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import bson
+import pytest
+from bson.binary import Binary
+
+
+@pytest.mark.diverges("mongomock", "insert {b: Binary(b'x', 0)}; find_one()['b'] is the Binary given, not bytes")
+def test_binary_subtype_0_reads_back_as_bytes(mongo):
+    """pymongo decodes binary subtype 0 as ``bytes``, and a ``Binary`` never equals ``bytes``: what mongopat
+    compares with a value read back must be bytes too."""
+    mongo.db.kept.insert_one({"_id": 1, "b": Binary(b"x", 0)})
+    value = mongo.db.kept.find_one({"_id": 1})["b"]
+    assert type(value) is bytes and value == b"x"
+
+
+def test_dates_read_back_naive_in_utc(mongo):
+    """BSON dates carry no zone: a client without tz_aware reads them back naive, in UTC."""
+    aware = datetime.datetime(2026, 1, 1, 12, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+    mongo.db.kept.insert_one({"_id": 1, "d": aware})
+    value = mongo.db.kept.find_one({"_id": 1})["d"]
+    assert value.tzinfo is None and value == datetime.datetime(2026, 1, 1, 10)
+
+
+@pytest.mark.diverges("mongomock", "insert {n: 2**40}; type(find_one()['n']) is int, not bson.int64.Int64")
+def test_64_bit_integers_read_back_as_int64(mongo):
+    mongo.db.kept.insert_one({"_id": 1, "n": 2**40})
+    value = mongo.db.kept.find_one({"_id": 1})["n"]
+    assert type(value) is bson.int64.Int64 and value == 2**40
+
+
+def test_an_update_keeps_the_order_of_fields(mongo):
+    """$set of an existing field keeps its place; a new field goes last (what byte-for-byte checks rely on)."""
+    mongo.db.kept.insert_one({"_id": 1, "a": 1, "b": 2})
+    mongo.db.kept.update_one({"_id": 1}, {"$set": {"a": 5, "c": 3}})
+    assert list(mongo.db.kept.find_one({"_id": 1})) == ["_id", "a", "b", "c"]
+
+
+ORDER = "insert {_id: 1, a: 1, b: 2}; find {$expr: {$eq: ['$$ROOT', {$literal: {_id: 1, b: 2, a: 1}}]}} matches"
+
+
+@pytest.mark.diverges("mongomock", ORDER)
+@pytest.mark.diverges("secantusdb", ORDER)
+def test_a_replace_conditional_on_the_whole_document(mongo):
+    """``{_id, $expr: {$eq: [$$ROOT, {$literal: doc}]}}`` matches only that exact version (the compare-and-swap
+    every client-side write of a migration uses). MongoDB compares documents pair by pair, in field order:
+    the same fields in another order are another document."""
+    collection = mongo.db.kept
+    collection.insert_one({"_id": 1, "a": 1, "b": 2})
+    version = collection.find_one({"_id": 1})
+    swapped = {"_id": 1, "$expr": {"$eq": ["$$ROOT", {"$literal": {"_id": 1, "b": 2, "a": 1}}]}}
+    assert collection.replace_one(swapped, {"a": 9}).matched_count == 0  # same fields, another order
+    exact = {"_id": 1, "$expr": {"$eq": ["$$ROOT", {"$literal": version}]}}
+    assert collection.replace_one(exact, {"a": 9}).matched_count == 1
+
+
+@pytest.mark.diverges("secantusdb", "explain find {_id: 1, $expr: {$eq: ['$a', 1]}}: COLLSCAN, not IDHACK/IXSCAN")
+def test_a_conditional_write_by_id_uses_the_id_index(mongo):
+    """MongoDB looks the document up by ``_id`` first, then applies ``$expr`` to it: each conditional write
+    costs one document, not a scan."""
+    if not mongo.real:
+        pytest.skip("mongomock has no query planner to explain")
+    mongo.db.kept.insert_many([{"_id": i, "a": 1} for i in range(10)])
+    plan = mongo.db.kept.find({"_id": 1, "$expr": {"$eq": ["$a", 1]}}).explain()["queryPlanner"]["winningPlan"]
+    assert "COLLSCAN" not in str(plan)
+
+
+@pytest.mark.diverges("secantusdb", "aggregate [$lookup as r, $project {v: '$r.amount'}]: v is missing, not [5, 7]")
+def test_a_path_through_an_array_of_sub_documents_after_lookup(mongo):
+    """After ``$lookup``, ``"$r.amount"`` is the array of every joined document's ``amount``."""
+    mongo.db.accounts.insert_one({"_id": 1})
+    mongo.db.deals.insert_many([{"_id": 10, "account": 1, "amount": 5}, {"_id": 11, "account": 1, "amount": 7}])
+    pipeline = [
+        {"$lookup": {"from": "deals", "localField": "_id", "foreignField": "account", "as": "r"}},
+        {"$project": {"v": "$r.amount", "s": {"$sum": "$r.amount"}}},
+    ]
+    [row] = mongo.db.accounts.aggregate(pipeline)
+    assert row["v"] == [5, 7] and row["s"] == 12
+
+
+@pytest.mark.diverges("mongomock", "aggregate [$project {m: {$mergeObjects: [{a: 1}, {b: 2}]}}]: NotImplementedError")
+def test_merge_objects(mongo):
+    mongo.db.kept.insert_one({"_id": 1})
+    [row] = mongo.db.kept.aggregate([{"$project": {"m": {"$mergeObjects": [{"a": 1}, {"b": 2}]}}}])
+    assert row["m"] == {"a": 1, "b": 2}
+
+
+@pytest.mark.diverges(
+    "mongomock", "aggregate [$project {r: {$reduce: {input: [1, 2], initialValue: 0, in: ...}}}]: NotImplementedError"
+)
+def test_reduce(mongo):
+    mongo.db.kept.insert_one({"_id": 1})
+    expression = {"$reduce": {"input": [1, 2, 3], "initialValue": 0, "in": {"$add": ["$$value", "$$this"]}}}
+    [row] = mongo.db.kept.aggregate([{"$project": {"r": expression}}])
+    assert row["r"] == 6
+
+
+@pytest.mark.diverges("mongomock", "aggregate [$project {s: {$sum: {$map: {input: '$x', in: '$$this'}}}}]: s is 0")
+def test_sum_of_an_expression_in_project(mongo):
+    mongo.db.kept.insert_one({"_id": 1, "x": [1, 2, 3]})
+    [row] = mongo.db.kept.aggregate([{"$project": {"s": {"$sum": {"$map": {"input": "$x", "in": "$$this"}}}}}])
+    assert row["s"] == 6
+
+
+@pytest.mark.diverges("secantusdb", "$indexStats on a new collection: accesses.since is None, not the time stats began")
+def test_index_stats_say_since_when(mongo):
+    if not mongo.real:
+        pytest.skip("mongomock has no $indexStats")
+    mongo.db.kept.insert_one({"_id": 1})
+    [entry] = mongo.db.kept.aggregate([{"$indexStats": {}}])
+    assert isinstance(entry["accesses"]["since"], datetime.datetime)
+
+
+@pytest.mark.diverges(
+    "secantusdb", "insert 10 docs; $collStats {storageStats: {}}: size 0, avgObjSize 0 (collStats says 290)"
+)
+def test_coll_stats_stage_agrees_with_the_command(mongo):
+    if not mongo.real:
+        pytest.skip("mongomock has no $collStats")
+    mongo.db.kept.insert_many([{"a": i} for i in range(10)])
+    command = mongo.db.command("collStats", "kept")
+    [stage] = mongo.db.kept.aggregate([{"$collStats": {"storageStats": {}}}])
+    assert stage["storageStats"]["count"] == command["count"] == 10
+    assert stage["storageStats"]["size"] == command["size"] > 0
+
+
+@pytest.mark.diverges(
+    "secantusdb", "profile 2; find {a: 1}; system.profile entry has no docsExamined, nreturned or planSummary"
+)
+def test_profiler_entries_say_what_a_query_examined(mongo):
+    if not mongo.real:
+        pytest.skip("mongomock has no profiler")
+    mongo.db.kept.insert_many([{"a": i % 2} for i in range(10)])
+    mongo.db.command("profile", 2)
+    try:
+        list(mongo.db.kept.find({"a": 1}))
+    finally:
+        mongo.db.command("profile", 0)
+    [entry] = [e for e in mongo.db["system.profile"].find({"ns": f"{mongo.db_name}.kept", "op": "query"})]
+    assert entry["docsExamined"] == 10 and entry["nreturned"] == 5 and entry["planSummary"] == "COLLSCAN"
+
+
+@pytest.mark.diverges("secantusdb", "aggregate [{$queryStats: {}}] on admin: 'Unrecognized pipeline stage name'")
+def test_query_stats_stage(mongo):
+    """MongoDB 7.1+ (and Atlas) keep query shapes in ``$queryStats``; ``access draft`` reads them."""
+    if not mongo.real:
+        pytest.skip("mongomock has no $queryStats")
+    version = tuple(mongo.client.server_info()["versionArray"][:2])
+    if mongo.engine == "mongodb" and version < (7, 1):
+        pytest.skip(f"MongoDB {version} predates $queryStats")
+    list(mongo.client.admin.aggregate([{"$queryStats": {}}]))
