@@ -18,7 +18,7 @@ import typer
 
 from mongopat import __version__, command
 from mongopat.cli_options import CollectionOption, DbOption, DirOption, migrates, reads_source
-from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError
+from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError, SourceError
 from mongopat.sources import SourceSpec
 
 if TYPE_CHECKING:
@@ -116,6 +116,8 @@ def run(action: Callable[[], int | None], uri: str | None = None) -> None:
     except KeyboardInterrupt:
         State.stderr().print("interrupted")
         raise typer.Exit(130) from None
+    except OSError as error:  # the file system refused: read-only, full, no permission, a file gone
+        raise fail(_file_error(error)) from None
     except Exception as error:
         driver_error = _driver_error(error, uri)
         if driver_error is None:
@@ -123,6 +125,14 @@ def run(action: Callable[[], int | None], uri: str | None = None) -> None:
         raise fail(driver_error) from None
     if code:
         raise typer.Exit(code)
+
+
+def _file_error(error: OSError) -> MongopatError:
+    where = error.filename if error.filename is not None else "a file"
+    return SourceError(
+        f"{where}: {error.strerror or error}",
+        hint="what was done before it stands (a migration resumes where it stopped): fix the cause, run again",
+    )
 
 
 def _driver_error(error: Exception, uri: str | None) -> MongopatError | None:
@@ -467,9 +477,11 @@ def access_draft(
         if not State.quiet:
             print_draft_summary(draft, console)
         if not draft.has_evidence():
+            tried = "; ".join(f"{s.name}: {s.detail}" for s in draft.statuses)
             console.print(
-                "error: no source gave evidence. Enable one: profiling (db.setProfilingLevel(1)), $queryStats "
-                "(MongoDB 7.1+, queryStatsRead), the 'top' command (clusterMonitor), or pass --log mongod.log",
+                f"error: no source gave evidence ({tried}). Enable one: profiling (db.setProfilingLevel(1)), "
+                "$queryStats (MongoDB 7.1+, queryStatsRead), the 'top' command (clusterMonitor), or pass --log "
+                "mongod.log",
                 markup=False,
                 soft_wrap=True,
             )

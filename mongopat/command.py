@@ -199,8 +199,11 @@ def draft_access(
                     f"the logs hold several databases ({', '.join(databases)})", hint="choose one with --db"
                 )
             database = databases[0] if databases else None
-        detail = f"{log_scan.slow_queries:,} slow queries in {len(logs)} file(s), {log_scan.lines:,} lines" + (
-            f", {log_scan.malformed:,} malformed lines skipped" if log_scan.malformed else ""
+        files = ", ".join(logs) if len(logs) <= 3 else f"{len(logs)} files"
+        detail = (
+            f"{log_scan.slow_queries:,} slow queries in {files}, {log_scan.lines:,} lines"
+            + (f", {log_scan.malformed:,} malformed lines skipped" if log_scan.malformed else "")
+            + "".join(f"; {cut} (gzip data cut short)" for cut in log_scan.cut_short)
         )
         statuses.append(SourceStatus("log", log_scan.slow_queries > 0, detail, log_scan.slow_queries))
     server = None

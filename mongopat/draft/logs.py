@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mongopat.compressed import open_sniffed
+from mongopat.compressed import READ_ERRORS, open_sniffed, unreadable
 from mongopat.draft.shapes import Observation, QueryShape, WriteShape, shape_of_command
 from mongopat.errors import SourceError
 from mongopat.sources.extjson import JSONDecodeError, loads
@@ -27,6 +27,7 @@ class LogScan:
     slow_queries: int = 0
     malformed: int = 0
     other: int = 0
+    cut_short: list[str] = field(default_factory=list)  # gzip files whose data ends early: what was read counts
     first: float | None = None
     last: float | None = None
     observations: dict[tuple[str, QueryShape | WriteShape], Observation] = field(default_factory=dict)
@@ -65,10 +66,11 @@ def scan_logs(paths: list[str], database: str | None = None, progress: Callable[
                     _scan_line(scan, line, database)
                     if progress is not None and scan.lines % 5000 == 0:
                         progress(done)
-            except (OSError, EOFError) as exc:  # a truncated gzip member: keep what was read
-                scan.malformed += 1
+            except READ_ERRORS as exc:  # a truncated gzip member (a log still being written): keep what was read
                 if not isinstance(exc, EOFError):
-                    raise SourceError(f"cannot read log {path}: {exc}") from None
+                    raise unreadable(path, exc, f"after line {scan.lines:,}", what="log ") from None
+                scan.malformed += 1
+                scan.cut_short.append(f"{path} ends early after line {scan.lines:,}")
     if progress is not None:
         progress(done)
     return scan

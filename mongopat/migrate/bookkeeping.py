@@ -37,6 +37,11 @@ def original_name(migration_id: str, step: int) -> str:
     return f"mongopat_orig__{migration_id}__{step}"
 
 
+
+class LockLost(OperationFailed):
+    """This run's lease expired and another run holds the lock now: it stops without writing anything more,
+    not even its own failure (the changelog is the other run's)."""
+
 class LeaseLock:
     """A lock held by lease: renewed while running, taken over only once expired. Subclasses store the
     lease (a document, a file) and implement ``_try`` (take it if free or expired) and ``current``."""
@@ -105,7 +110,7 @@ class Lock(LeaseLock):
             {"_id": LOCK_ID, "holder": self.holder}, {"$set": {"expires_at": utcnow() + self.lease}}
         )
         if result.matched_count == 0:
-            raise OperationFailed("the migration lock was lost (lease expired and taken over); stopping")
+            raise LockLost("the migration lock was lost (lease expired and taken over); stopping")
 
     def release(self) -> None:
         if self.held:

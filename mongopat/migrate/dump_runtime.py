@@ -25,7 +25,7 @@ from bson import json_util
 
 from mongopat import __version__
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.bookkeeping import LeaseLock, host_name, new_entry, utcnow
+from mongopat.migrate.bookkeeping import LeaseLock, LockLost, host_name, new_entry, utcnow
 from mongopat.migrate.dump_buckets import SPILL_PREFIX, BucketSpec, Tally, bucket_file, tally_buckets
 from mongopat.migrate.file_parts import run_parallel
 from mongopat.migrate.gentle import Throttle
@@ -172,7 +172,7 @@ class FileLock(LeaseLock):
     def renew(self) -> None:
         current = self.current()
         if not current or current.get("holder") != self.holder:
-            raise OperationFailed("the migration lock was lost (lease expired and taken over); stopping")
+            raise LockLost("the migration lock was lost (lease expired and taken over); stopping")
         self._write(exclusive=False)
 
     def release(self) -> None:
@@ -309,6 +309,8 @@ class DumpRunner(RunnerBase):
             problems = self.verify_migration(migration)
             if problems:
                 raise OperationFailed(f"{migration.id}: verification failed: {'; '.join(problems)}")
+        except LockLost:
+            raise  # the changelog belongs to the run that took the lock over
         except (OperationFailed, InputError, ValueError, OSError) as exc:
             self.changelog.finish(migration.id, "failed", started, str(exc))
             raise OperationFailed(

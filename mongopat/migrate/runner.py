@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongopat.errors import InputError, OperationFailed
+from mongopat.migrate.bookkeeping import LockLost
 from mongopat.migrate.operations.pre_aggregation import empty_aggregates
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
@@ -180,6 +181,8 @@ class RunnerBase:
                         continue
                     try:
                         self._revert_step(migration.id, index, migration.steps[index], state)
+                    except LockLost:
+                        raise  # the changelog belongs to the run that took the lock over
                     except OperationFailed as exc:
                         self.changelog.finish(migration.id, "failed", started, str(exc))
                         raise

@@ -19,7 +19,7 @@ from pymongo import ASCENDING, ReplaceOne
 from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, original_name, stage_name
+from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, LockLost, original_name, stage_name
 from mongopat.migrate.conditional import (
     CATCH_UP_PASSES,
     CONFLICT_ROUNDS,
@@ -192,6 +192,8 @@ class Runner(BucketSteps, RunnerBase):
             problems = self.verify_migration(migration)
             if problems:
                 raise OperationFailed(f"{migration.id}: verification failed: {'; '.join(problems)}")
+        except LockLost:
+            raise  # the changelog belongs to the run that took the lock over
         except (OperationFailed, PyMongoError, InputError, ValueError) as exc:
             message = str(exc).split(", full error:")[0]
             self.changelog.finish(migration.id, "failed", started, message)
@@ -588,7 +590,6 @@ class Runner(BucketSteps, RunnerBase):
                     written,
                     **{prefix + k: part[k] for k in ("last_id", "has_last", "read", "written", "stats")},
                 )
-                self.lock.renew()
                 with done_lock:
                     done["read"] += len(batch)
                     self._after_batch(migration_id, index, done["read"], total)
@@ -619,16 +620,18 @@ class Runner(BucketSteps, RunnerBase):
             written=outcome.written,
             stats=outcome.stats,
         )
-        self.lock.renew()
         self._after_batch(migration_id, index, outcome.read, total)
 
     def _after_batch(self, migration_id: str, index: int, done: int, total: int | None = None) -> None:
+        """Pacing, progress and the tests' faults, then the lease: renewed after any pause, so that a run
+        paused past its lease learns it lost the lock before it writes again."""
         self.throttle.after(done)
         self.lag.wait()
         if self.options.progress is not None:
             self.options.progress(migration_id, index, done, total)
         if self.options.on_batch is not None:
             self.options.on_batch(migration_id, index, done)
+        self.lock.renew()
 
     def _budget(self, name: str, where: dict[str, Any]) -> int:
         """Batches a pass over the documents matching ``where`` may take: as many as match now, and one."""

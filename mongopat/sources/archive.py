@@ -21,7 +21,7 @@ from typing import IO, Any
 import bson
 from bson.errors import BSONError
 
-from mongopat.compressed import open_sniffed
+from mongopat.compressed import READ_ERRORS, open_sniffed, unreadable
 from mongopat.errors import InputError, SourceError
 
 MAGIC = 0x8199E26D
@@ -46,7 +46,7 @@ def is_archive(path: Path) -> bool:
     try:
         with open_sniffed(path) as handle:
             return int.from_bytes(handle.read(4), "little") == MAGIC
-    except (OSError, EOFError, SourceError):
+    except (*READ_ERRORS, SourceError):
         return False
 
 
@@ -61,8 +61,8 @@ class _Reader:
     def read(self, size: int) -> bytes:
         try:
             data = self.handle.read(size)
-        except (OSError, EOFError) as exc:
-            raise SourceError(f"cannot read {self.path}: {exc}") from None
+        except READ_ERRORS as exc:
+            raise unreadable(self.path, exc, f"at byte {self.offset:,} of the archive (decompressed)") from None
         self.offset += len(data)
         return data
 

@@ -19,6 +19,7 @@ from typing import IO, Any
 import bson
 from bson.errors import BSONError
 
+from mongopat.compressed import READ_ERRORS, unreadable
 from mongopat.errors import InputError, SourceError
 from mongopat.sources import shared_parts
 from mongopat.sources.archive import ARCHIVE_SUFFIXES, ArchivedCollection, archive_records, is_archive, read_prelude
@@ -40,6 +41,10 @@ _LINES_CHUNK = 1 << 15
 MAX_JSON_DOCUMENT = 8 * MAX_BSON_DOCUMENT
 # Files smaller than this are read by one process: starting workers costs more than it saves.
 MIN_PARALLEL_BYTES = 8 * 1024 * 1024
+
+
+def _after_line(lines: int) -> str:
+    return f"after line {lines:,}" if lines > 0 else "before its first line"
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -83,7 +88,7 @@ def is_mongopat_output(path: Path) -> bool:
     try:
         with _open(path) as handle:
             head = handle.read(256)
-    except (OSError, EOFError, SourceError):
+    except (*READ_ERRORS, SourceError):
         return False
     head = head.lstrip(b" \t\r\n\xef\xbb\xbf")
     if head[:1] != b"{":
@@ -521,6 +526,7 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
     A mongoexport file is read a chunk of whole lines at a time and each chunk parsed by one C loop; the
     documents of a ``--jsonArray`` or ``--pretty`` export come one a batch, with 0 bytes (not known).
     """
+    line = 0  # lines read before the chunk being read
     with _open(path) as handle:
         try:
             if part is None:
@@ -539,7 +545,6 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
                 shared, shared_index = shared_parts.lookup(part.shared), part.index
                 remaining = -1  # to where the shared state says the part ends, which a thief may move back
             position = start
-            line = 0  # lines read before this chunk
 
             def line_number(index: int, before: int) -> int:
                 return (1 if part is None else first_line_of(path, part)) + before + index
@@ -568,8 +573,9 @@ def _read_json_batches(path: Path, part: FilePart | None = None) -> Iterator[tup
                     lines[0] = lines[0][len(BOM) :]
                 yield _parse_lines(path, lines, partial(line_number, before=line)), len(data)
                 line += len(lines)
-        except (OSError, EOFError) as exc:
-            raise SourceError(f"cannot read {path}: {exc}") from None
+        except READ_ERRORS as exc:
+            where = _after_line(line) if part is None else f"after {line:,} line(s) from byte {part.start:,}"
+            raise unreadable(path, exc, where) from None
 
 
 def _parse_lines(path: Path, lines: list[bytes], line_number: Callable[[int], int]) -> list[dict[str, Any]]:
@@ -620,19 +626,20 @@ def _json_records(path: Path, part: FilePart | None = None) -> Iterator[tuple[in
             return
         try:
             layout = _json_layout(handle)
-        except (OSError, EOFError) as exc:
-            raise SourceError(f"cannot read {path}: {exc}") from None
+        except READ_ERRORS as exc:
+            raise unreadable(path, exc, "in its first 64 KiB") from None
         if layout != "lines":
             yield from _json_value_records(path, handle, array=layout == "array")
             return
+        line_number = 0
         try:
             for line_number, line in enumerate(handle, 1):
                 if line_number == 1 and line.startswith(BOM):
                     line = line[len(BOM) :]
                 if line.strip():
                     yield line_number, line
-        except (OSError, EOFError) as exc:
-            raise SourceError(f"cannot read {path}: {exc}") from None
+        except READ_ERRORS as exc:
+            raise unreadable(path, exc, _after_line(line_number)) from None
 
 
 def _json_part_records(path: Path, handle: IO[bytes], part: FilePart) -> Iterator[tuple[int, bytes]]:
@@ -649,8 +656,8 @@ def _json_part_records(path: Path, handle: IO[bytes], part: FilePart) -> Iterato
             if line.strip():
                 yield line_number, line
             line_number += 1
-    except (OSError, EOFError) as exc:
-        raise SourceError(f"cannot read {path}: {exc}") from None
+    except READ_ERRORS as exc:
+        raise unreadable(path, exc, _after_line(line_number - 1)) from None
 
 
 def _json_layout(handle: IO[bytes]) -> str:
@@ -687,12 +694,23 @@ def _json_value_records(path: Path, handle: IO[bytes], array: bool) -> Iterator[
 
     def fill() -> bool:
         nonlocal buffer, position, eof
+        lines_read = line - 1 + buffer.count("\n", position)  # whole lines before the chunk about to be read
         try:
             chunk = handle.read(_ARRAY_CHUNK)
-        except (OSError, EOFError) as exc:
-            raise SourceError(f"cannot read {path}: {exc}") from None
+        except READ_ERRORS as exc:
+            raise unreadable(path, exc, _after_line(lines_read)) from None
         eof = not chunk
-        buffer = buffer[position:] + reader.decode(chunk, final=eof)
+        pending = len(reader.getstate()[0])  # bytes of a character the previous chunk cut
+        try:
+            text = reader.decode(chunk, final=eof)
+        except UnicodeDecodeError as exc:
+            where = lines_read + 1 + chunk.count(b"\n", 0, max(exc.start - pending, 0))
+            raise InputError(
+                f"{path}:{where}: not UTF-8 text: byte 0x{exc.object[exc.start]:02x} cannot start or continue "
+                "a character",
+                hint="mongoexport writes UTF-8; a file saved by another tool (Latin-1?) must be converted",
+            ) from None
+        buffer = buffer[position:] + text
         position = 0
         return not eof
 
@@ -762,5 +780,6 @@ def _bson_records(path: Path, part: FilePart | None = None) -> Iterator[tuple[in
                     raise InputError(f"{path}: truncated BSON document at byte {offset}")
                 yield offset, header + body
                 offset += length
-        except (OSError, EOFError) as exc:
-            raise SourceError(f"cannot read {path}: {exc}") from None
+        except READ_ERRORS as exc:
+            decompressed = " of the decompressed data" if path.name.endswith(".gz") else ""
+            raise unreadable(path, exc, f"at byte {offset:,}{decompressed}") from None

@@ -79,7 +79,7 @@ def decode_wrapper(value: dict[str, Any]) -> Any:
             if type(inner) is dict or type(inner) is list:
                 value[inner_key] = decode_value(inner)
         decoded = json_util.object_hook(value, _OPTIONS)
-    except (InvalidId, ValueError, TypeError, KeyError, OverflowError) as exc:
+    except (InvalidId, ValueError, TypeError, KeyError, ArithmeticError) as exc:  # Decimal128: InvalidOperation
         raise ExtendedJSONError(f"invalid Extended JSON {key}: {exc}") from None
     return decoded
 
@@ -103,7 +103,7 @@ def decode_wrappers(values: list[dict[str, Any]], heads: set[str]) -> list[Any]:
                     # but whitespace, which would leave fewer than 12 bytes: ObjectId refuses them).
                     return list(map(ObjectId, map(bytes.fromhex, inner)))
                 return list(map(decode, inner))
-            except (InvalidId, ValueError, TypeError, KeyError, OverflowError, ExtendedJSONError):
+            except (InvalidId, ValueError, TypeError, KeyError, ArithmeticError, ExtendedJSONError):
                 pass  # one of them is invalid: decode_wrapper names the problem
     return list(map(decode_wrapper, values))
 

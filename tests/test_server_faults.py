@@ -1,0 +1,244 @@
+"""Faults of a live server, survived: the server killed and restarted mid-``migrate up``, the connection cut
+mid-batch, the lock's lease expiring while a run is paused, the server dying while ``analyze`` samples.
+
+Each ends in a clear error or a pause, then a resume to the result of an undisturbed run, with every
+acknowledged application write kept. Faults done to the server process run in the server lane only (on
+the process this session started; a deployment given by MONGOPAT_TEST_URI is not killed: they skip).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from mongopat.errors import OperationFailed
+from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
+from mongopat.migrate.runner import RunOptions
+from mongopat.migrate.runtime import Runner
+from mongopat.migrate.script import load_folder
+from tests.test_migrate_runtime import STEPS, load, snapshot, write
+
+PROCESS = "faults are done to a server process"
+
+
+def own_server(mongo: Any) -> Any:
+    if mongo.server is None:
+        pytest.skip("the server lane runs on MONGOPAT_TEST_URI's deployment, which the tests do not kill")
+    return mongo.server
+
+
+def undisturbed(mongo: Any, tmp_path: Any, steps: list[dict]) -> dict:
+    reference = mongo.client[mongo.db_name + "_ref"]
+    try:
+        load(reference)
+        write(tmp_path / "ref", "0001_m", *steps)
+        Runner(reference, load_folder(tmp_path / "ref"), RunOptions(batch_size=10)).up()
+        return snapshot(reference)
+    finally:
+        mongo.client.drop_database(reference.name)
+
+
+def expire_lease(db: Any) -> None:
+    """What a minute's wait does to a dead run's lease (60 s), without the wait."""
+    db[LOCK].update_one({}, {"$set": {"expires_at": utcnow() - datetime.timedelta(seconds=1)}})
+
+
+def mongopat(*args: str, **kwargs: Any) -> Any:
+    return subprocess.Popen([sys.executable, "-m", "mongopat", *args], **kwargs)
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.mark.server_only(PROCESS)
+def test_the_server_killed_mid_up_and_restarted_then_up_again(mongo, tmp_path):
+    server = own_server(mongo)
+    steps = [STEPS["computed"], STEPS["outlier"]]
+    expected = undisturbed(mongo, tmp_path, steps)
+    db = mongo.db
+    load(db)
+    folder = tmp_path / "run"
+    write(folder, "0001_m", *steps)
+    common = ["--uri", mongo.uri, "--db", mongo.db_name, "--dir", str(folder), "--timeout-ms", "2000"]
+    run = mongopat(
+        "migrate", "up", *common, "--yes", "--batch-size", "10", "--max-docs-per-sec", "150",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: db[BACKUP].count_documents({}) >= 20, 60, "a written batch")
+        server.kill()
+        # The run retries transient faults (backoff up to 8 times): it either waits the outage out or stops
+        # with a clear error. The server comes back after a few seconds, on the same port and data.
+        time.sleep(3)
+        server.start()
+        out, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert "internal error" not in err and "Traceback" not in err, err
+    if run.returncode != 0:
+        assert run.returncode in (1, 2) and err.strip().startswith("error:"), err
+        expire_lease(db)
+        again = subprocess.run(
+            [sys.executable, "-m", "mongopat", "migrate", "up", *common, "--yes"], capture_output=True, text=True
+        )
+        assert again.returncode == 0, again.stderr
+    assert snapshot(db) == expected
+    assert Runner(db, load_folder(folder)).verify() == {"0001_m": []}
+
+
+def _shut(end: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        end.shutdown(socket.SHUT_RDWR)
+
+
+class CuttingProxy:
+    """A TCP proxy on loopback that closes both sides of every connection open when ``cut`` is called."""
+
+    def __init__(self, port: int) -> None:
+        self.target = ("127.0.0.1", port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        self.lock = threading.Lock()
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            with self.lock:
+                self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                _shut(end)
+
+    def cut(self) -> None:
+        with self.lock:
+            for end in self.sockets:
+                _shut(end)
+            self.sockets = []
+
+    def close(self) -> None:
+        self.stopped = True
+        self.listener.close()
+        self.cut()
+
+
+@pytest.mark.server_only(PROCESS)
+@pytest.mark.parametrize("name", ["computed", "subset", "bucket"])
+def test_connections_cut_mid_batch_then_the_run_resumes(mongo, tmp_path, name):
+    """Every connection cut after some batches, three times over: each cut is retried or stops the run with
+    a clear error; the runs that follow give the undisturbed result."""
+    import pymongo
+
+    server = own_server(mongo)
+    steps = [STEPS[name]]
+    expected = undisturbed(mongo, tmp_path, steps)
+    load(mongo.db)
+    folder = tmp_path / "run"
+    write(folder, "0001_m", *steps)
+    proxy = CuttingProxy(server.port)
+    client = pymongo.MongoClient(f"mongodb://127.0.0.1:{proxy.port}", serverSelectionTimeoutMS=3000)
+    cuts = {"n": 0}
+
+    def cut_now_and_then(_migration: str, _index: int, done: int) -> None:
+        if cuts["n"] < 3 and done >= (cuts["n"] + 1) * 30:
+            cuts["n"] += 1
+            proxy.cut()
+
+    try:
+        db = client[mongo.db_name]
+        outcomes = []
+        for _attempt in range(5):
+            try:
+                Runner(db, load_folder(folder), RunOptions(batch_size=10, on_batch=cut_now_and_then)).up()
+                outcomes.append("done")
+                break
+            except (OperationFailed, pymongo.errors.PyMongoError) as exc:
+                outcomes.append(type(exc).__name__)
+                expire_lease(mongo.db)
+        assert outcomes[-1] == "done", outcomes
+        assert cuts["n"] >= 1
+    finally:
+        client.close()
+        proxy.close()
+    assert snapshot(mongo.db) == expected
+    assert Runner(mongo.db, load_folder(folder)).verify() == {"0001_m": []}
+
+
+def test_a_lease_that_expires_while_a_run_is_paused_stops_that_run(mongo, tmp_path):
+    """A run paused past its lease (a stopped VM, a long GC) finds another run holding the lock: it stops
+    before writing again, and the other run's result is the undisturbed one."""
+    steps = [STEPS["computed"]]
+    expected = undisturbed(mongo, tmp_path, steps)
+    db = mongo.db
+    load(db)
+    folder = tmp_path / "run"
+    write(folder, "0001_m", *steps)
+    taken = {"done": False}
+
+    def pause_past_the_lease(_migration: str, _index: int, done: int) -> None:
+        if done >= 30 and not taken["done"]:
+            taken["done"] = True
+            expire_lease(db)
+            # Another run takes the lock over and finishes the migration while this one is paused.
+            Runner(db, load_folder(folder), RunOptions(batch_size=10)).up()
+
+    with pytest.raises(OperationFailed, match="lock was lost"):
+        Runner(db, load_folder(folder), RunOptions(batch_size=10, on_batch=pause_past_the_lease)).up()
+    assert taken["done"]
+    assert db[CHANGELOG].find_one({"_id": "0001_m"})["state"] == "applied"
+    assert snapshot(db) == expected
+
+
+@pytest.mark.server_only(PROCESS)
+def test_analyze_fails_within_its_timeout_when_the_server_dies_mid_sample(mongo):
+    server = own_server(mongo)
+    mongo.db.events.insert_many([{"n": i, "tags": ["a", "b"][: i % 3], "at": {"x": i}} for i in range(20000)])
+    started = time.monotonic()
+    run = mongopat(
+        "analyze", "--uri", mongo.uri, "--db", mongo.db_name, "--full-scan", "--timeout-ms", "2000", "-q",
+        "-f", "json", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        time.sleep(1.5)
+        assert run.poll() is None, "analyze finished before the server was killed"
+        server.kill()
+        _out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.send_signal(signal.SIGKILL)
+        server.start()
+    elapsed = time.monotonic() - started
+    assert run.returncode == 2, err
+    assert err.startswith("error: ") and "internal error" not in err, err
+    assert elapsed < 30, f"took {elapsed:.1f} s to fail"
