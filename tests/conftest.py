@@ -28,6 +28,8 @@ REAL_SERVER_URI = os.environ.get("MONGOPAT_TEST_URI")
 LANES = [lane.strip() for lane in os.environ.get("MONGOPAT_TEST_LANES", "mongomock,server").split(",") if lane.strip()]
 # CI sets it: a server lane that cannot start fails the run instead of being skipped.
 REQUIRE_SERVER = environment_flag("MONGOPAT_REQUIRE_SERVER")
+# Only the tests that take a database (CI runs the server lane so, beside a full run on mongomock).
+DATABASE_TESTS_ONLY = environment_flag("MONGOPAT_DATABASE_TESTS_ONLY")
 ENGINES = ("mongomock", "secantusdb", "mongodb")
 
 
@@ -39,6 +41,15 @@ def pytest_configure(config: Any) -> None:
     unknown = set(LANES) - {"mongomock", "server"}
     if unknown:
         raise pytest.UsageError(f"MONGOPAT_TEST_LANES: unknown lane(s) {sorted(unknown)}; use mongomock, server")
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    if not DATABASE_TESTS_ONLY:
+        return
+    kept = [item for item in items if "mongo" in getattr(item, "fixturenames", ())]
+    chosen = set(map(id, kept))
+    config.hook.pytest_deselected(items=[item for item in items if id(item) not in chosen])
+    items[:] = kept
 
 
 @dataclass

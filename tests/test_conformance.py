@@ -158,3 +158,23 @@ def test_query_stats_stage(mongo):
     if mongo.engine == "mongodb" and version < (7, 1):
         pytest.skip(f"MongoDB {version} predates $queryStats")
     list(mongo.client.admin.aggregate([{"$queryStats": {}}]))
+
+
+@pytest.mark.diverges("mongomock", "find({}) with codec_options document_class=RawBSONDocument: NotImplementedError")
+def test_documents_read_as_raw_bson(mongo):
+    """A collection read with ``RawBSONDocument`` gives the stored bytes, field order and types included
+    (what a backup keeps)."""
+    from bson.codec_options import CodecOptions
+    from bson.raw_bson import RawBSONDocument
+
+    mongo.db.kept.insert_one({"_id": 1, "b": 2, "a": 1.5})
+    raw = mongo.db.kept.with_options(codec_options=CodecOptions(document_class=RawBSONDocument)).find_one()
+    assert bytes(raw.raw) == bson.encode({"_id": 1, "b": 2, "a": 1.5})
+
+
+@pytest.mark.diverges("mongomock", "find({_id: {$type: 'timestamp'}}): NotImplementedError")
+def test_type_timestamp_in_a_query(mongo):
+    from bson.timestamp import Timestamp
+
+    mongo.db.kept.insert_many([{"_id": Timestamp(5, 1)}, {"_id": 2}])
+    assert [d["_id"] for d in mongo.db.kept.find({"_id": {"$type": "timestamp"}})] == [Timestamp(5, 1)]

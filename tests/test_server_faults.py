@@ -22,6 +22,7 @@ import pytest
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
+from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.runtime import Runner
 from mongopat.migrate.script import load_folder
@@ -153,11 +154,37 @@ class CuttingProxy:
         self.cut()
 
 
+def _up_through_cuts(db: Any, folder: Any, proxy: CuttingProxy, batch_size: int = 10) -> list[str]:
+    """``up`` through ``proxy``, which cuts every connection after some batches, three times over; a run
+    that stops is followed by another, as an operator would (the dead run's lease expired)."""
+    import pymongo
+
+    cuts = {"n": 0}
+
+    def cut_now_and_then(_migration: str, _index: int, done: int) -> None:
+        if cuts["n"] < 3 and done >= (cuts["n"] + 1) * 3 * batch_size:
+            cuts["n"] += 1
+            proxy.cut()
+
+    outcomes = []
+    for _attempt in range(6):
+        try:
+            Runner(db, load_folder(folder), RunOptions(batch_size=batch_size, on_batch=cut_now_and_then)).up()
+            outcomes.append("done")
+            break
+        except (OperationFailed, pymongo.errors.PyMongoError) as exc:
+            outcomes.append(type(exc).__name__)
+            expire_lease(db)
+    assert outcomes[-1] == "done", outcomes
+    assert cuts["n"] >= 1, "no connection was cut"
+    return outcomes
+
+
 @pytest.mark.server_only(PROCESS)
 @pytest.mark.parametrize("name", ["computed", "subset", "bucket"])
 def test_connections_cut_mid_batch_then_the_run_resumes(mongo, tmp_path, name):
-    """Every connection cut after some batches, three times over: each cut is retried or stops the run with
-    a clear error; the runs that follow give the undisturbed result."""
+    """Every connection cut after some batches: each cut is retried or stops the run with a clear error; the
+    runs that follow give the undisturbed result."""
     import pymongo
 
     server = own_server(mongo)
@@ -168,31 +195,39 @@ def test_connections_cut_mid_batch_then_the_run_resumes(mongo, tmp_path, name):
     write(folder, "0001_m", *steps)
     proxy = CuttingProxy(server.port)
     client = pymongo.MongoClient(f"mongodb://127.0.0.1:{proxy.port}", serverSelectionTimeoutMS=3000)
-    cuts = {"n": 0}
-
-    def cut_now_and_then(_migration: str, _index: int, done: int) -> None:
-        if cuts["n"] < 3 and done >= (cuts["n"] + 1) * 30:
-            cuts["n"] += 1
-            proxy.cut()
-
     try:
-        db = client[mongo.db_name]
-        outcomes = []
-        for _attempt in range(5):
-            try:
-                Runner(db, load_folder(folder), RunOptions(batch_size=10, on_batch=cut_now_and_then)).up()
-                outcomes.append("done")
-                break
-            except (OperationFailed, pymongo.errors.PyMongoError) as exc:
-                outcomes.append(type(exc).__name__)
-                expire_lease(mongo.db)
-        assert outcomes[-1] == "done", outcomes
-        assert cuts["n"] >= 1
+        _up_through_cuts(client[mongo.db_name], folder, proxy)
     finally:
         client.close()
         proxy.close()
     assert snapshot(mongo.db) == expected
     assert Runner(mongo.db, load_folder(folder)).verify() == {"0001_m": []}
+
+
+@pytest.mark.server_only(PROCESS)
+@pytest.mark.parametrize("name", ["computed", "outlier", "attribute"])
+def test_connections_cut_while_the_application_writes_keep_every_acknowledged_write(mongo, tmp_path, name):
+    """The same cuts while an application writes on a connection of its own (not through the proxy)."""
+    import pymongo
+
+    from tests.test_online import Application, check_writes_kept, setup, with_writer_thread
+
+    server = own_server(mongo)
+    step, folder = setup(mongo.db, tmp_path, name, 31)
+    proxy = CuttingProxy(server.port)
+    client = pymongo.MongoClient(f"mongodb://127.0.0.1:{proxy.port}", serverSelectionTimeoutMS=3000)
+    try:
+        with mongo.new_client() as other:
+            app = Application(other[mongo.db_name].orders, 31)
+            with_writer_thread(app, lambda: _up_through_cuts(client[mongo.db_name], folder, proxy, batch_size=5))
+            app.enabled = False
+    finally:
+        client.close()
+        proxy.close()
+    Runner(mongo.db, load_folder(folder)).up()  # the application stopped: its last old-shape writes
+    assert mongo.db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
+    assert Runner(mongo.db, load_folder(folder)).verify() == {"0001_online": []}
+    check_writes_kept(mongo.db, app, step)
 
 
 def test_a_lease_that_expires_while_a_run_is_paused_stops_that_run(mongo, tmp_path):

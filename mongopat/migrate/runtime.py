@@ -39,7 +39,7 @@ from mongopat.migrate.conditional import (
 from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
 from mongopat.migrate.operations import OPERATIONS, bucket, transform
 from mongopat.migrate.operations.pre_aggregation import empty_aggregates
-from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
+from mongopat.migrate.runner import RunnerBase, RunOptions, initial_steps
 from mongopat.migrate.runtime_buckets import BucketSteps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
@@ -673,12 +673,9 @@ class Runner(BucketSteps, RunnerBase):
             else:
                 group[output] = {f"${op}": f"${argument}"}
         results: dict[Any, Document] = {}
-        try:
-            rows = self.db[step.params["from"]].aggregate([{"$match": {foreign: {"$in": values}}}, {"$group": group}])
-            for row in rows:
-                results[hashable_key(row.pop("_id"))] = row
-        except NotImplementedError:  # mongomock lacks some expressions: compute in Python, same semantics
-            results = aggregate_in_python(self.db[step.params["from"]].find({foreign: {"$in": values}}), step)
+        rows = self.db[step.params["from"]].aggregate([{"$match": {foreign: {"$in": values}}}, {"$group": group}])
+        for row in rows:
+            results[hashable_key(row.pop("_id"))] = row
         for value in values:
             results.setdefault(hashable_key(value), empty_aggregates(step.params["compute"]))
         return results
