@@ -1023,6 +1023,61 @@ def migrate_verify(
 
 
 @migrate_app.command(
+    "unlock",
+    epilog=(
+        "Examples:\n\n  mongopat migrate unlock --uri mongodb://localhost/shop\n\n"
+        "  mongopat migrate unlock --dump ./export --force --yes"
+    ),
+)
+@migrates()
+def migrate_unlock(
+    target: SourceSpec,
+    force: Annotated[
+        bool, typer.Option("--force", help="Release a live lease too (its run may still be writing).")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    format: FormatOption = "table",
+) -> None:
+    """Show who holds the migration lock; release it once its lease has expired (--force: a live one).
+    Exit 0 when the lock is free or released, 1 when it stays held."""
+
+    def confirm(seen: dict[str, Any]) -> bool:
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            raise MongopatError("--force on a live lease needs confirmation: add --yes (no terminal to ask on)")
+        return typer.confirm(f"Release the live lease of {seen.get('host')} (pid {seen.get('pid')})?")
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        result = command.migrate_unlock(target, force, confirm)
+        if format == "json":
+            emit_json(result)
+        else:
+            print_unlock(result, State.stdout())
+        return 0 if result["state"] == "free" or result["released"] else 1
+
+    run(body, target.uri)
+
+
+def print_unlock(result: dict[str, Any], console: Console) -> None:
+    if result["state"] == "free":
+        console.print("the migration lock is free", markup=False)
+        return
+    console.print(
+        f"held by {result.get('host')} (pid {result.get('pid', '?')}, {result.get('holder')}) since "
+        f"{result.get('acquired_at')}; lease {'ended' if result['state'] == 'expired' else 'ends'} "
+        f"{result.get('expires_at')} UTC",
+        markup=False,
+        soft_wrap=True,
+    )
+    if result["released"]:
+        console.print("released", markup=False)
+    else:
+        console.print(f"not released: {result.get('refused')}", markup=False, soft_wrap=True)
+
+
+@migrate_app.command(
     "guide",
     epilog=(
         "Examples:\n\n  mongopat migrate guide --dump ./export --access access.yaml\n\n"

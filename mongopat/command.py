@@ -5,9 +5,10 @@ bad input; printing is the caller's business.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -304,6 +305,45 @@ def migrate_down(spec: SourceSpec, folder: str, to: str | None = None, options: 
 def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = None) -> dict[str, list[str]]:
     """Re-check the invariants of applied migrations: ``{id: [problems]}``."""
     return _migrations(spec, folder, "verify", migration_id)
+
+
+@contextlib.contextmanager
+def _migration_lock(spec: SourceSpec) -> Iterator[Any]:
+    """The migration lock of a deployment or dump folder (the lease every ``migrate`` run takes)."""
+    if spec.dump:
+        from mongopat.migrate.dump_runtime import DumpRunner
+
+        if spec.uri:
+            raise InputError("give either --uri or --dump, not both")
+        yield DumpRunner(spec.dump, [], None, spec.db).lock
+        return
+    from mongopat.migrate.bookkeeping import Lock
+
+    with _server(spec) as source:
+        yield Lock(source.writable_db())
+
+
+def migrate_unlock(
+    spec: SourceSpec, force: bool = False, confirm: Callable[[dict[str, Any]], bool] | None = None
+) -> dict[str, Any]:
+    """Show who holds the migration lock; release it when its lease has expired, or when ``force`` and
+    ``confirm`` (asked with what the lock holds) agree for a live one. Only the lease that was shown is
+    released: one renewed or taken over since is left alone (``released`` False, ``refused`` says why)."""
+    with _migration_lock(spec) as lock:
+        seen = lock.inspect()
+        result: dict[str, Any] = {"unlock_version": 1, **seen, "released": False}
+        if seen["state"] == "free":
+            return result
+        if seen["state"] == "live" and not force:
+            result["refused"] = "the lease is live: its run may still be writing (--force releases it)"
+            return result
+        if seen["state"] == "live" and confirm is not None and not confirm(seen):
+            result["refused"] = "not confirmed"
+            return result
+        result["released"] = lock.release_held_by(seen)
+        if not result["released"]:
+            result["refused"] = "the lock changed since it was read (renewed or taken over): run unlock again"
+        return result
 
 
 def _guided(folder: str, access_path: str, report: dict[str, Any] | None) -> tuple[list[Any], list[Any]]:

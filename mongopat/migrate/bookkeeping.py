@@ -37,10 +37,10 @@ def original_name(migration_id: str, step: int) -> str:
     return f"mongopat_orig__{migration_id}__{step}"
 
 
-
 class LockLost(OperationFailed):
     """This run's lease expired and another run holds the lock now: it stops without writing anything more,
     not even its own failure (the changelog is the other run's)."""
+
 
 class LeaseLock:
     """A lock held by lease: renewed while running, taken over only once expired. Subclasses store the
@@ -56,6 +56,24 @@ class LeaseLock:
 
     def current(self) -> dict[str, Any] | None:
         raise NotImplementedError
+
+    def _remove(self, holder: str, expires_at: Any) -> bool:
+        """Remove the lock if it is still ``holder``'s lease ending at ``expires_at``; whether it was."""
+        raise NotImplementedError
+
+    def inspect(self) -> dict[str, Any]:
+        """Who holds the lock: ``state`` free, live or expired, with holder, host, pid, since and until."""
+        current = self.current()
+        if not current:
+            return {"state": "free"}
+        expires = current.get("expires_at")
+        state = "live" if isinstance(expires, datetime.datetime) and expires >= utcnow() else "expired"
+        fields = ("holder", "host", "pid", "acquired_at", "expires_at")
+        return {"state": state, **{name: current.get(name) for name in fields}}
+
+    def release_held_by(self, seen: dict[str, Any]) -> bool:
+        """Release the lease ``seen`` (from :meth:`inspect`), only if nobody renewed or took it since."""
+        return seen.get("state") != "free" and self._remove(seen["holder"], seen["expires_at"])
 
     def acquire(self, timeout: float = 30.0, poll: float = 0.5) -> None:
         deadline = time.monotonic() + timeout
@@ -94,6 +112,7 @@ class Lock(LeaseLock):
                     "$set": {
                         "holder": self.holder,
                         "host": host_name(),
+                        "pid": os.getpid(),
                         "acquired_at": now,
                         "expires_at": now + self.lease,
                     }
@@ -116,6 +135,10 @@ class Lock(LeaseLock):
         if self.held:
             self.collection.delete_one({"_id": LOCK_ID, "holder": self.holder})
             self.held = False
+
+    def _remove(self, holder: str, expires_at: Any) -> bool:
+        found = {"_id": LOCK_ID, "holder": holder, "expires_at": expires_at}
+        return self.collection.delete_one(found).deleted_count == 1
 
 
 def new_entry(migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> dict[str, Any]:

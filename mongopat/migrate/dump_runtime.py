@@ -11,6 +11,7 @@ file ever carries a collection's name. The folder keeps its format: ``.json`` st
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gzip
 import os
@@ -127,6 +128,7 @@ class FileLock(LeaseLock):
             "_id": "migrate",
             "holder": self.holder,
             "host": host_name(),
+            "pid": os.getpid(),
             "acquired_at": now,
             "expires_at": now + self.lease,
         }
@@ -136,6 +138,26 @@ class FileLock(LeaseLock):
             return json_util.loads(self.path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
             return None
+
+    def _remove(self, holder: str, expires_at: Any) -> bool:
+        # Moved aside first, so that a run taking the lock over meanwhile keeps its new file: only the lease
+        # seen is removed; another one is put back.
+        aside = self.path.with_name(f".{self.path.name}.unlock{TMP_SUFFIX}")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return False
+        try:
+            moved = json_util.loads(aside.read_text(encoding="utf-8"))
+        except ValueError:
+            moved = {}
+        if moved.get("holder") == holder and moved.get("expires_at") == expires_at:
+            aside.unlink()
+            return True
+        with contextlib.suppress(FileExistsError):  # not ours to remove: back, unless a newer lock exists
+            os.link(aside, self.path)
+        aside.unlink()
+        return False
 
     def _write(self, exclusive: bool) -> bool:
         """Write the lease through a temporary file of this holder's own, so the lock file is never seen
