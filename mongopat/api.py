@@ -87,4 +87,10 @@ def status(db: Any, directory: str | Path) -> list[dict[str, Any]]:
     return _runner(db, directory, {}).status()
 
 
-__all__ = ["OPTION_NAMES", "down", "load", "run_options", "status", "up", "verify"]
+def stamp(db: Any, directory: str | Path, to: str, force: bool = False, **options: Any) -> dict[str, Any]:
+    """Record the migrations up to and including ``to`` as applied without running them, once no step finds
+    documents in the old shape (``force``: anyway); ``to="base"`` forgets every recorded migration."""
+    return _runner(db, directory, options).stamp(to, force)
+
+
+__all__ = ["OPTION_NAMES", "down", "load", "run_options", "stamp", "status", "up", "verify"]

@@ -1023,6 +1023,60 @@ def migrate_verify(
 
 
 @migrate_app.command(
+    "stamp",
+    epilog=(
+        "Examples:\n\n  mongopat migrate stamp 0003_bucket_readings --uri mongodb://localhost/shop\n\n"
+        "  mongopat migrate stamp base --dump ./export --yes"
+    ),
+)
+@migrates()
+def migrate_stamp(
+    target: SourceSpec,
+    migration_id: Annotated[str, typer.Argument(help="Record up to and including this id; base: forget all.")],
+    dir: DirOption = "migrations",
+    force: Annotated[
+        bool, typer.Option("--force", help="Record even though documents are still in the old shape.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (stamp base).")] = False,
+    format: FormatOption = "table",
+) -> None:
+    """Record migrations as applied without running them, for data already in their shape (checked first:
+    exit 1 with the documents each step finds in the old shape). 'stamp base' forgets every one."""
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        if migration_id == "base" and not _confirm(
+            "Forget every applied migration (and what mongopat kept for their down)? The data stays as it is.", yes
+        ):
+            return 1
+        result = command.migrate_stamp(target, dir, migration_id, force)
+        if format == "json":
+            emit_json(result)
+        else:
+            print_stamp(result, State.stdout())
+        return 1 if result.get("refused") else 0
+
+    run(body, target.uri)
+
+
+def print_stamp(result: dict[str, Any], console: Console) -> None:
+    if result["to"] == "base":
+        forgotten = ", ".join(result["forgotten"]) or "nothing"
+        console.print(f"forgotten: {forgotten} ({result['backups_removed']} backup(s) removed)", markup=False)
+        return
+    for check in result["checks"]:
+        count = check["old_shape"]
+        left = "no document shape to check" if count is None else f"{count:,} in the old shape"
+        console.print(
+            f"{check['id']} step {check['step']} ({check['type']} on {check['collection']}): {left}", markup=False
+        )
+    if result.get("refused"):
+        console.print(f"not stamped: {result['refused']}", markup=False, soft_wrap=True)
+    else:
+        console.print("stamped: " + (", ".join(result["stamped"]) or "nothing (already applied)"), markup=False)
+
+
+@migrate_app.command(
     "unlock",
     epilog=(
         "Examples:\n\n  mongopat migrate unlock --uri mongodb://localhost/shop\n\n"

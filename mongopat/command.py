@@ -302,6 +302,12 @@ def migrate_down(spec: SourceSpec, folder: str, to: str | None = None, options: 
     return _migrations(spec, folder, "down", to, options=options)
 
 
+def migrate_stamp(spec: SourceSpec, folder: str, to: str, force: bool = False) -> dict[str, Any]:
+    """Record migrations up to ``to`` as applied without running them (refused, with the documents each
+    step finds in the old shape, unless ``force``); ``to="base"`` forgets every recorded migration."""
+    return _migrations(spec, folder, "stamp", to, force)
+
+
 def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = None) -> dict[str, list[str]]:
     """Re-check the invariants of applied migrations: ``{id: [problems]}``."""
     return _migrations(spec, folder, "verify", migration_id)

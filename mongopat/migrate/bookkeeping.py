@@ -214,3 +214,6 @@ class Changelog:
 
     def set(self, migration_id: str, **fields: Any) -> None:
         self.collection.update_one({"_id": migration_id}, {"$set": fields})
+
+    def remove(self, migration_id: str) -> None:
+        self.collection.delete_one({"_id": migration_id})

@@ -32,6 +32,7 @@ from mongopat.migrate.file_parts import run_parallel
 from mongopat.migrate.gentle import Throttle
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.operations.bucket import BucketBuilder
+from mongopat.migrate.operations.bucket import pending as bucket_pending
 from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
@@ -112,6 +113,10 @@ class FileChangelog:
 
     def set(self, migration_id: str, **fields: Any) -> None:
         self.entries[migration_id].update(fields)
+        self._save()
+
+    def remove(self, migration_id: str) -> None:
+        self.entries.pop(migration_id, None)
         self._save()
 
 
@@ -298,6 +303,26 @@ class DumpRunner(RunnerBase):
         self._total: int | None = None
         self._renewed = time.monotonic()
         self.throttle = Throttle(self.options.max_docs_per_sec)
+
+    # -- stamp -----------------------------------------------------------------------------------
+
+    def count_old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
+        if step.type.kind == "document":
+            operation = OPERATIONS[step.name]
+            return sum(1 for doc in self.files.read(step.collection) if operation.is_pending(doc, step))
+        if step.type.kind == "regroup":
+            from mongomock.filtering import filter_applies  # the embedded engine evaluates the filter
+
+            where = bucket_pending(step)
+            return sum(1 for doc in self.files.read(step.collection) if filter_applies(where, doc))
+        return None
+
+    def forget(self, migration_id: str) -> int:
+        kept = list(self.folder.glob(f"mongopat_backup__{migration_id}__*"))
+        for path in kept:
+            path.unlink()
+        self.changelog.remove(migration_id)
+        return len(kept)
 
     # -- up --------------------------------------------------------------------------------------
 

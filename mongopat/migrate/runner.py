@@ -108,6 +108,54 @@ class RunnerBase:
                 )
         return rows
 
+    # -- stamp -----------------------------------------------------------------------------------
+
+    def count_old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
+        """Documents step ``index`` would still migrate (its pending filter), or None for a step that has
+        none (indexes, collection operations)."""
+        raise NotImplementedError
+
+    def forget(self, migration_id: str) -> int:
+        """Drop a migration's changelog record and what mongopat kept for its ``down`` (backups, kept
+        originals); the collections themselves are not touched. Returns the backups removed."""
+        raise NotImplementedError
+
+    def stamp(self, to: str, force: bool = False) -> dict[str, Any]:
+        """Record the migrations up to and including ``to`` as applied without running them, for data that
+        is in that shape already. Refused (nothing recorded) while a step still finds documents in the
+        old shape, unless ``force``. ``to="base"``: forget every migration recorded."""
+        self.lock.acquire(self.options.lock_timeout)
+        try:
+            if to == "base":
+                forgotten = list(self.changelog.all())
+                removed = sum(self.forget(mid) for mid in forgotten)
+                return {"stamp_version": 1, "to": "base", "forgotten": forgotten, "backups_removed": removed}
+            chosen = self.pending(to)
+            checks = []
+            for migration in chosen:
+                for index, step in enumerate(migration.steps):
+                    left = self.count_old_shape(migration.id, index, step)
+                    checks.append({"id": migration.id, "step": index + 1, "type": step.name,
+                                   "collection": step.collection, "old_shape": left})  # fmt: skip
+            blocking = [c for c in checks if c["old_shape"]]
+            result: dict[str, Any] = {"stamp_version": 1, "to": to, "checks": checks, "stamped": []}
+            if blocking and not force:
+                result["refused"] = (
+                    "documents are still in the old shape: 'migrate up' migrates them (--force records anyway)"
+                )
+                return result
+            for migration in chosen:
+                started = time.monotonic()
+                self.changelog.start(migration.id, migration.checksum, migration.description, initial_steps(migration))
+                for index in range(len(migration.steps)):
+                    self.changelog.step(migration.id, index, state="applied", stats={"stamped": True})
+                self.changelog.set(migration.id, stamped=True, forced=bool(blocking))
+                self.changelog.finish(migration.id, "applied", started)
+                result["stamped"].append(migration.id)
+            return result
+        finally:
+            self.lock.release()
+
     def _refuse_edited(self) -> None:
         edited = self._edited()
         if edited:

@@ -167,6 +167,19 @@ class Runner(BucketSteps, RunnerBase):
                 found[migration.id] = total
         return found
 
+    def count_old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
+        where = self._pending_filter(migration_id, index, step)
+        return None if where is None else self.db[step.collection].count_documents(where)
+
+    def forget(self, migration_id: str) -> int:
+        removed = self.db[BACKUP].delete_many({"_id.m": migration_id}).deleted_count
+        steps = len((self.changelog.get(migration_id) or {}).get("steps") or [])
+        for index in range(steps):
+            self.db[original_name(migration_id, index)].drop()
+            self.db[stage_name(migration_id, index)].drop()
+        self.changelog.remove(migration_id)
+        return removed
+
     def _pending_filter(self, migration_id: str, index: int, step: Step) -> dict[str, Any] | None:
         """The documents a step leaves in the old shape, or None for steps without one (index and
         collection steps, and buckets rebuilt beside the collection by an earlier mongopat)."""
