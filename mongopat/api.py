@@ -19,6 +19,7 @@ The command line calls these same functions.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,4 +94,17 @@ def stamp(db: Any, directory: str | Path, to: str, force: bool = False, **option
     return _runner(db, directory, options).stamp(to, force)
 
 
-__all__ = ["OPTION_NAMES", "down", "load", "run_options", "stamp", "status", "up", "verify"]
+def repair(
+    db: Any,
+    directory: str | Path,
+    migration_id: str,
+    force: bool = False,
+    confirm: Callable[[dict[str, Any]], bool] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Record the edited file of an applied migration as the one applied, once ``confirm`` (shown the diff
+    against the applied text) agrees; refused when its steps changed, unless ``force``."""
+    return _runner(db, directory, options).repair(migration_id, force, confirm)
+
+
+__all__ = ["OPTION_NAMES", "down", "load", "repair", "run_options", "stamp", "status", "up", "verify"]

@@ -1077,6 +1077,50 @@ def print_stamp(result: dict[str, Any], console: Console) -> None:
 
 
 @migrate_app.command(
+    "repair",
+    epilog=(
+        "Examples:\n\n  mongopat migrate repair 0003_bucket_readings --uri mongodb://localhost/shop\n\n"
+        "  mongopat migrate repair 0003_bucket_readings --dump ./export --yes"
+    ),
+)
+@migrates()
+def migrate_repair(
+    target: SourceSpec,
+    migration_id: Annotated[str, typer.Argument(help="The applied migration whose file was edited.")],
+    dir: DirOption = "migrations",
+    force: Annotated[bool, typer.Option("--force", help="Record the file even though its steps changed.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    format: FormatOption = "table",
+) -> None:
+    """Accept an edit of an applied migration's file: show what changed against the applied version and
+    record the new checksum. Exit 1 when refused (its steps changed; --force records it anyway)."""
+
+    def confirm(result: dict[str, Any]) -> bool:
+        if format != "json" and result.get("diff"):
+            State.stdout().print(result["diff"], markup=False, highlight=False, end="")
+        return _confirm(f"Record the edited {migration_id} as applied?", yes)
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        result = command.migrate_repair(target, dir, migration_id, force, confirm)
+        if format == "json":
+            emit_json(result)
+            return 1 if result.get("refused") else 0
+        console = State.stdout()
+        if not result["changed"]:
+            console.print(f"{migration_id}: the file is the one applied; nothing to repair", markup=False)
+        elif result.get("refused"):
+            if result.get("diff"):
+                console.print(result["diff"], markup=False, highlight=False, end="")
+            console.print(f"{migration_id}: not repaired: {result['refused']}", markup=False, soft_wrap=True)
+        else:
+            console.print(f"{migration_id}: the edited file is now the one recorded as applied", markup=False)
+        return 1 if result.get("refused") else 0
+
+    run(body, target.uri)
+
+
+@migrate_app.command(
     "unlock",
     epilog=(
         "Examples:\n\n  mongopat migrate unlock --uri mongodb://localhost/shop\n\n"

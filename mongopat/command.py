@@ -308,6 +308,24 @@ def migrate_stamp(spec: SourceSpec, folder: str, to: str, force: bool = False) -
     return _migrations(spec, folder, "stamp", to, force)
 
 
+def migrate_repair(
+    spec: SourceSpec,
+    folder: str,
+    migration_id: str,
+    force: bool = False,
+    confirm: Callable[[dict[str, Any]], bool] | None = None,
+) -> dict[str, Any]:
+    """What an edit of an applied migration's file changed, and its new checksum recorded after ``confirm``
+    (refused when the steps changed, unless ``force``)."""
+    if spec.dump:
+        return _dump_runner(spec, folder).repair(migration_id, force, confirm)
+    from mongopat import api
+
+    api.load(folder)
+    with _server(spec) as source:
+        return api.repair(source.writable_db(), folder, migration_id, force, confirm)
+
+
 def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = None) -> dict[str, list[str]]:
     """Re-check the invariants of applied migrations: ``{id: [problems]}``."""
     return _migrations(spec, folder, "verify", migration_id)

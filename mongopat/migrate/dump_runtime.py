@@ -366,7 +366,7 @@ class DumpRunner(RunnerBase):
         except BaseException as exc:
             self.changelog.finish(migration.id, "failed", started, f"{type(exc).__name__}: {exc}")
             raise
-        self.changelog.finish(migration.id, "applied", started)
+        self.record_applied(migration, started)
         final = self.changelog.get(migration.id) or {}
         return {
             "id": migration.id,

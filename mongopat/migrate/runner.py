@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.bookkeeping import LockLost
+from mongopat.migrate.bookkeeping import LockLost, utcnow
 from mongopat.migrate.operations.pre_aggregation import empty_aggregates
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
@@ -150,11 +150,71 @@ class RunnerBase:
                 for index in range(len(migration.steps)):
                     self.changelog.step(migration.id, index, state="applied", stats={"stamped": True})
                 self.changelog.set(migration.id, stamped=True, forced=bool(blocking))
-                self.changelog.finish(migration.id, "applied", started)
+                self.record_applied(migration, started)
                 result["stamped"].append(migration.id)
             return result
         finally:
             self.lock.release()
+
+    def record_applied(self, migration: Migration, started: float) -> None:
+        """The migration is applied: its state, and the file as it was (what 'migrate repair' compares)."""
+        self.changelog.set(migration.id, text=migration.text, spec=migration.spec)
+        self.changelog.finish(migration.id, "applied", started)
+
+    # -- repair ----------------------------------------------------------------------------------
+
+    def repair(
+        self, migration_id: str, force: bool = False, confirm: Callable[[dict[str, Any]], bool] | None = None
+    ) -> dict[str, Any]:
+        """For an applied migration whose file was edited since: what changed, and the new checksum recorded
+        (after ``confirm``). Refused when the steps changed, unless ``force``: the data was migrated by the
+        old steps, and recording the new ones says otherwise."""
+        import difflib
+
+        migration = next((m for m in self.migrations if m.id == migration_id), None)
+        if migration is None:
+            raise InputError(f"no migration {migration_id!r} in the folder")
+        entry = self.changelog.get(migration_id)
+        if not entry or entry.get("state") != "applied":
+            state = entry.get("state") if entry else "pending"
+            raise InputError(f"{migration_id} is {state}, not applied: only an applied migration is repaired")
+        result: dict[str, Any] = {"repair_version": 1, "id": migration_id, "repaired": False}
+        if entry.get("checksum") == migration.checksum:
+            result.update(changed=False, diff="", steps_changed=False)
+            return result
+        kept = entry.get("text")
+        result["changed"] = True
+        result["diff"] = (
+            "".join(
+                difflib.unified_diff(
+                    kept.splitlines(keepends=True),
+                    migration.text.splitlines(keepends=True),
+                    f"{migration_id} (applied)",
+                    f"{migration.path}",
+                )
+            )  # fmt: skip
+            if kept is not None
+            else None
+        )
+        # Unknown (applied before the changelog kept files) counts as changed: only --force records it.
+        result["steps_changed"] = "spec" not in entry or entry.get("spec") != migration.spec
+        if result["steps_changed"] and not force:
+            result["refused"] = (
+                "the steps changed: the data was migrated by the old ones (--force records the new file anyway)"
+                if kept is not None
+                else "the applied file was not kept (applied by an earlier mongopat): --force records the new one"
+            )
+            return result
+        if confirm is not None and not confirm(result):
+            result["refused"] = "not confirmed"
+            return result
+        self.changelog.set(
+            migration_id, checksum=migration.checksum, text=migration.text, spec=migration.spec,
+            repaired_from=entry.get("checksum"), repaired_at=utcnow(),
+            forced=bool(entry.get("forced") or result["steps_changed"]),
+        )  # fmt: skip
+        result["repaired"] = True
+        return result
 
     def _refuse_edited(self) -> None:
         edited = self._edited()

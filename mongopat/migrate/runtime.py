@@ -216,7 +216,7 @@ class Runner(BucketSteps, RunnerBase):
         except Exception as exc:  # injected faults and user code: record the failure, keep the traceback
             self.changelog.finish(migration.id, "failed", started, f"{type(exc).__name__}: {exc}")
             raise
-        self.changelog.finish(migration.id, "applied", started)
+        self.record_applied(migration, started)
         final = self.changelog.get(migration.id) or {}
         notes = [self.lag.note] if self.lag.note else []
         notes.extend(_online_notes(final.get("steps") or []))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,10 @@ class Migration:
     checksum: str
     steps: list[Step] = field(default_factory=list)
     python: ModuleType | None = None
+    # The file's text and its steps as written: the changelog keeps both when the migration is applied,
+    # so that 'migrate repair' can show what an edit changed and tell a reworded file from new steps.
+    text: str = ""
+    spec: str | None = None  # the steps as canonical JSON (values YAML reads as dates become strings)
 
     @property
     def number(self) -> int:
@@ -101,7 +106,9 @@ def load_migration(path: Path) -> Migration:
             steps.append(build_step(step_data))
         except StepError as exc:
             raise InputError(f"{path}:{node.start_mark.line + 1}: steps[{index}]: {exc}") from None
-    return Migration(stem, path, str(data.get("description") or ""), checksum(path), steps)
+    description = str(data.get("description") or "")
+    spec = json.dumps(data["steps"], sort_keys=True, default=str)
+    return Migration(stem, path, description, checksum(path), steps, text=text, spec=spec)
 
 
 def _load_python(path: Path) -> Migration:
@@ -118,7 +125,8 @@ def _load_python(path: Path) -> Migration:
             raise InputError(f"{path}: a Python migration defines {name}(db)")
     doc_lines = (module.__doc__ or "").strip().splitlines()
     description = str(getattr(module, "description", "") or (doc_lines[0] if doc_lines else ""))
-    return Migration(path.stem, path, description, checksum(path), [], module)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return Migration(path.stem, path, description, checksum(path), [], module, text=text)
 
 
 def next_number(migrations: list[Migration]) -> int:
