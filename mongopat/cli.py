@@ -156,6 +156,7 @@ ShowValuesOption = Annotated[
     typer.Option("--show-values", help="Show field values (top values, an example document) in HTML; off by default."),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Notes on how each figure was obtained.")]
 
 
@@ -642,7 +643,7 @@ def migrate_plan(
     ] = None,
     db: DbOption = None,
     format: FormatOption = "table",
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -902,7 +903,7 @@ def migrate_up(
     write_concern: Annotated[
         str, typer.Option("--write-concern", help="'majority' (default) or a number of members that must acknowledge.")
     ] = "majority",
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     format: FormatOption = "table",
     quiet: QuietOption = False,
 ) -> None:
@@ -973,7 +974,7 @@ def migrate_down(
     to: Annotated[str | None, typer.Option("--to", help="Revert every migration after this id; base: all.")] = None,
     batch_size: BatchOption = 1000,
     lock_timeout: LockTimeoutOption = 30.0,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     quiet: QuietOption = False,
 ) -> None:
     """Revert the last applied migration (or every one after --to), restoring the original documents."""
@@ -1037,7 +1038,7 @@ def migrate_stamp(
     force: Annotated[
         bool, typer.Option("--force", help="Record even though documents are still in the old shape.")
     ] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (stamp base).")] = False,
+    yes: YesOption = False,
     format: FormatOption = "table",
 ) -> None:
     """Record migrations as applied without running them, for data already in their shape (checked first:
@@ -1089,7 +1090,7 @@ def migrate_repair(
     migration_id: Annotated[str, typer.Argument(help="The applied migration whose file was edited.")],
     dir: DirOption = "migrations",
     force: Annotated[bool, typer.Option("--force", help="Record the file even though its steps changed.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     format: FormatOption = "table",
 ) -> None:
     """Accept an edit of an applied migration's file: show what changed against the applied version and
@@ -1133,7 +1134,7 @@ def migrate_unlock(
     force: Annotated[
         bool, typer.Option("--force", help="Release a live lease too (its run may still be writing).")
     ] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     format: FormatOption = "table",
 ) -> None:
     """Show who holds the migration lock; release it once its lease has expired (--force: a live one).

@@ -14,7 +14,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.runtime import Runner
 from mongopat.migrate.script import load_folder
 from tests.conftest import write_bson_dump
+from tests.server_process import wait_for
 from tests.test_migrate_runtime import STEPS as RUNTIME_STEPS
 from tests.test_migrate_runtime import dataset, load, snapshot, write
 from tests.test_online import (
@@ -86,21 +86,13 @@ def _mongopat(*args: str) -> list[str]:
     return [sys.executable, "-m", "mongopat", *args]
 
 
-def _wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 @pytest.mark.server_only(PROCESSES)
 @pytest.mark.parametrize(
-    ("names", "progress"),
-    [(["computed", "outlier"], BACKUP), (["bucket"], BACKUP), (["subset", "document_versioning"], BACKUP)],
+    "names",
+    [["computed", "outlier"], ["bucket"], ["subset", "document_versioning"]],
     ids=["computed+outlier", "bucket", "subset+document_versioning"],
 )
-def test_a_migrate_up_process_killed_mid_step_resumes_to_the_same_result(mongo, tmp_path, names, progress):
+def test_a_migrate_up_process_killed_mid_step_resumes_to_the_same_result(mongo, tmp_path, names):
     """``migrate up`` in a process of its own, killed with SIGKILL once it has written part of a step, then
     run again: the same bytes as an undisturbed run, and ``down`` gives the original bytes back."""
     steps = [RUNTIME_STEPS[name] for name in names]
@@ -126,7 +118,7 @@ def test_a_migrate_up_process_killed_mid_step_resumes_to_the_same_result(mongo, 
         stderr=subprocess.PIPE,
     )
     try:
-        _wait_for(lambda: db[progress].count_documents({}) >= 20 or slow.poll() is not None, 60, "a written batch")
+        wait_for(lambda: db[BACKUP].count_documents({}) >= 20 or slow.poll() is not None, 60, "a written batch")
         slow.send_signal(signal.SIGKILL)
         slow.wait(timeout=10)
     finally:

@@ -26,6 +26,7 @@ from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.runtime import Runner
 from mongopat.migrate.script import load_folder
+from tests.server_process import wait_for
 from tests.test_migrate_runtime import STEPS, load, snapshot, write
 
 PROCESS = "faults are done to a server process"
@@ -55,14 +56,6 @@ def expire_lease(db: Any) -> None:
 
 def mongopat(*args: str, **kwargs: Any) -> Any:
     return subprocess.Popen([sys.executable, "-m", "mongopat", *args], **kwargs)
-
-
-def wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.mark.server_only(PROCESS)
