@@ -192,7 +192,7 @@ class RunnerBase:
                     f"{migration_id} (applied)",
                     f"{migration.path}",
                 )
-            )  # fmt: skip
+            )
             if kept is not None
             else None
         )
