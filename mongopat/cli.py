@@ -1122,6 +1122,92 @@ def migrate_repair(
 
 
 @migrate_app.command(
+    "rehearse",
+    epilog=(
+        "Examples:\n\n  mongopat migrate rehearse --uri mongodb://localhost/shop --access access.yaml\n\n"
+        "  mongopat migrate rehearse 0003_bucket_readings --dump ./export --sample 2000 -f json\n\n"
+        '  mongopat migrate rehearse --uri "$PROD" --scratch-uri mongodb://staging/ --access access.yaml'
+    ),
+)
+@migrates()
+def migrate_rehearse(
+    target: SourceSpec,
+    ids: Annotated[list[str] | None, typer.Argument(help="Migration ids; default: the pending ones.")] = None,
+    dir: DirOption = "migrations",
+    access: Annotated[
+        str | None, typer.Option("--access", "-a", help="Access-pattern file: the guide is checked too.")
+    ] = None,
+    sample: Annotated[int, typer.Option("--sample", help="Documents copied per collection.", min=1)] = 10_000,
+    scratch_uri: Annotated[
+        str | None,
+        typer.Option("--scratch-uri", help="Rehearse on this deployment (default: the source's, scratch databases)."),
+    ] = None,
+    format: FormatOption = "table",
+    quiet: QuietOption = False,
+) -> None:
+    """A dress rehearsal that never writes to the source: a sample copied into scratch, up, verify, the
+    guide's check (--access), down --to base, compared byte for byte. Exit 1 on any difference."""
+    apply_output_flags(quiet, False)
+
+    def step(message: str) -> None:  # progress on stderr: stdout stays the report
+        if not State.quiet:
+            State.stderr().print(message, markup=False)
+
+    def body() -> int:
+        _check_format(format, ("table", "json"))
+        result = command.migrate_rehearse(target, dir, ids, access, sample, scratch_uri, step)
+        if format == "json":
+            emit_json(result)
+        else:
+            print_rehearsal(result, State.stdout())
+        return 0 if result["ok"] else 1
+
+    run(body, target.uri)
+
+
+def _bytes(count: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= size:
+            return f"{count / size:,.1f} {unit}"
+    return f"{count:,} B"
+
+
+def print_rehearsal(result: dict[str, Any], console: Console) -> None:
+    from rich.table import Table
+
+    copied = ", ".join(f"{c['collection']} {c['copied']:,} of {c['total']:,}" for c in result["copied"])
+    console.print(f"copied into {result['scratch']}: {copied}", markup=False, soft_wrap=True)
+    table = Table(title="rehearsal", header_style="bold")
+    for column in ("migration", "read", "written", "seconds", "backup", "created"):
+        table.add_column(column, overflow="fold")
+    for entry in result["migrations"]:
+        created = [*entry.get("new_collections", []), *(f"index {i['name']}" for i in entry.get("index_builds", []))]
+        table.add_row(
+            entry["id"],
+            f"{entry.get('read', 0):,}",
+            f"{entry.get('written', 0):,}",
+            f"{entry.get('seconds', 0):.2f}",
+            _bytes(entry.get("backup_bytes", 0)),
+            ", ".join(created) or "-",
+        )
+    console.print(table)
+    for entry in result["migrations"]:
+        estimate = entry.get("estimate")
+        if estimate:
+            console.print(
+                f"{entry['id']} in full: {estimate['read']:,} read, {estimate['written']:,} written, about "
+                f"{estimate['seconds']:,.0f} s, backup {_bytes(estimate['backup_bytes'])} ({estimate['basis']})",
+                markup=False,
+                soft_wrap=True,
+            )
+    for failure in result["failures"]:
+        console.print(f"difference: {failure}", markup=False, soft_wrap=True)
+    for difference in result["differences"]:
+        console.print(f"  {difference}", markup=False, soft_wrap=True)
+    console.print("rehearsal ok" if result["ok"] else "rehearsal FAILED", markup=False)
+
+
+@migrate_app.command(
     "unlock",
     epilog=(
         "Examples:\n\n  mongopat migrate unlock --uri mongodb://localhost/shop\n\n"

@@ -326,6 +326,65 @@ def migrate_repair(
         return api.repair(source.writable_db(), folder, migration_id, force, confirm)
 
 
+def migrate_rehearse(
+    spec: SourceSpec,
+    folder: str,
+    ids: list[str] | None = None,
+    access_path: str | None = None,
+    sample: int = 10_000,
+    scratch_uri: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """A dress rehearsal that never writes to the source: a sample copied into scratch, the migrations
+    (``ids``, default the pending ones) run up, verified, guide-checked (with ``access_path``) and run down,
+    and the result compared byte for byte with the copy."""
+    from mongopat.migrate.rehearsal import FolderScratch, ServerScratch, rehearse
+    from mongopat.migrate.script import load_folder
+
+    migrations = load_folder(folder)
+    if not migrations:
+        raise InputError(f"no migrations in {folder}", hint="give --dir, or plan migrations with 'migrate plan'")
+    guides = None
+    if access_path:
+        _migrations_, built = _guided(folder, access_path, None)
+        guides = {guide.migration.id: guide for guide in built}
+    states = {row["id"]: row["state"] for row in migrate_status(spec, folder)}
+    chosen_ids = _chosen(migrations, ids, states, "pending")
+    if not chosen_ids:
+        raise InputError("nothing to rehearse: every migration is applied", hint="name migrations to rehearse them")
+    chosen = [m for m in migrations if m.id in chosen_ids]
+    if spec.dump:
+        from mongopat.sources.dump import resolve_dump_folder
+
+        source_folder, _ = resolve_dump_folder(Path(spec.dump), spec.db)
+        result = rehearse(FolderScratch(source_folder), chosen, sample, guides, progress=progress)
+        result["scratch"] = "a temporary folder (removed)"
+        return result
+    from pymongo.errors import PyMongoError
+
+    from mongopat.redact import redact_uri
+    from mongopat.sources.mongo import MongoSource, describe_error
+
+    with _server(spec) as source:
+        target = MongoSource(scratch_uri, "mongopat_scratch", timeout_ms=spec.timeout_ms) if scratch_uri else None
+        client = target.client if target is not None else source.client
+        name = f"{source.database}_mongopat_rehearsal"
+        existing = set(client.list_database_names())
+        taken = [n for n in (name, f"{name}_before", f"{name}_after", f"{name}_guide_before") if n in existing]
+        if taken:
+            raise InputError(
+                f"scratch database {taken[0]} exists already (another rehearsal?)",
+                hint="drop it, or give another deployment with --scratch-uri",
+            )
+        try:
+            result = rehearse(ServerScratch(source.db, client, name), chosen, sample, guides, progress=progress)
+        except PyMongoError as exc:
+            raise describe_error(exc, scratch_uri or spec.uri) from None
+        where = redact_uri(scratch_uri) if scratch_uri else "the source deployment"
+        result["scratch"] = f"databases {name}* on {where} (dropped)"
+        return result
+
+
 def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = None) -> dict[str, list[str]]:
     """Re-check the invariants of applied migrations: ``{id: [problems]}``."""
     return _migrations(spec, folder, "verify", migration_id)

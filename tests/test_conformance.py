@@ -178,3 +178,9 @@ def test_type_timestamp_in_a_query(mongo):
 
     mongo.db.kept.insert_many([{"_id": Timestamp(5, 1)}, {"_id": 2}])
     assert [d["_id"] for d in mongo.db.kept.find({"_id": {"$type": "timestamp"}})] == [Timestamp(5, 1)]
+
+
+@pytest.mark.diverges("mongomock", "create_index([('a', 1)], name=None); list_indexes() names it None, not 'a_1'")
+def test_an_index_created_without_a_name_gets_the_generated_one(mongo):
+    mongo.db.kept.create_index([("a", 1), ("b", -1)], name=None)
+    assert {i["name"] for i in mongo.db.kept.list_indexes()} == {"_id_", "a_1_b_-1"}
