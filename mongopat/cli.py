@@ -270,6 +270,10 @@ def analyze(
     ] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the JSON report to this file.")] = None,
     html: HtmlOption = None,
+    json_schema: Annotated[
+        str | None,
+        typer.Option("--json-schema", help="Write per collection a $jsonSchema validator (collMod) to this file."),
+    ] = None,
     show_values: ShowValuesOption = False,
     format: FormatOption = "table",
     quiet: QuietOption = False,
@@ -292,6 +296,10 @@ def analyze(
         report = analyze_with_progress(spec, collection, options)
         if output:
             write_report(report, output)
+        if json_schema:
+            from mongopat.validators import validators_document
+
+            write_report(validators_document(report), json_schema)
         # Each output loads its own renderer: a JSON run (a CI job, a benchmark) never imports rich's tables.
         if html:
             from mongopat.render.html import render_html

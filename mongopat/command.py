@@ -548,6 +548,17 @@ def migrate_guide_check(
     return {"guide_version": GUIDE_VERSION, "ok": not any(c["differences"] for c in checked), "migrations": checked}
 
 
+def _validator_violations(spec: SourceSpec, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Per collection with a validator, the documents it rejects (counted on the server)."""
+    found = {}
+    with _server(spec) as source:
+        for name in names:
+            seen = source.validator_violations(name)
+            if seen is not None:
+                found[name] = seen
+    return found
+
+
 def _scratch_server(uri: str, spec: SourceSpec) -> Any:
     """A client of the scratch deployment ``uri`` (its databases are mongopat's own for the check)."""
     from mongopat.sources.mongo import MongoSource
@@ -583,6 +594,7 @@ def check(
         migration_findings,
         recommendation_findings,
         rule_findings,
+        validator_findings,
     )
     from mongopat.check.snapshot import build_snapshot, load_snapshot
     from mongopat.check.snapshot import compare as compare_snapshots
@@ -634,6 +646,11 @@ def check(
         checks["drift"]["ran"] = True
     else:
         checks["drift"]["note"] = "no --snapshot given"
+    if spec is not None and spec.uri:
+        findings.extend(validator_findings(_validator_violations(spec, [c["name"] for c in report["collections"]])))
+        checks["validators"]["ran"] = True
+    else:
+        checks["validators"]["note"] = "needs a server (--uri): validators live on the collections"
     if config.rules:
         findings.extend(rule_findings(report, config.rules, config.sources[0] if config.sources else None))
         checks["rules"]["ran"] = True

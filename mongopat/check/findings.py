@@ -23,13 +23,14 @@ CHECKS = {
     "recommendations": "No design-pattern recommendation or anti-pattern at or above the threshold",
     "drift": "The schema matches the committed snapshot",
     "rules": "Documents follow the declared rules",
+    "validators": "Documents satisfy their collection's validator",
 }
 
 
 @dataclass
 class Finding:
     id: str
-    check: str  # migrations, recommendations, drift, rules
+    check: str  # migrations, recommendations, drift, rules, validators
     severity: str
     message: str
     collection: str | None = None
@@ -206,3 +207,29 @@ def apply_waivers(findings: list[Finding], config: CheckConfig, today: datetime.
 def failing(findings: list[Finding], fail_on: str) -> list[Finding]:
     threshold = SEVERITY_RANK[fail_on]
     return [f for f in findings if f.waived is None and SEVERITY_RANK[f.severity] >= threshold]
+
+
+def validator_findings(violations: dict[str, dict[str, Any]]) -> list[Finding]:
+    """One finding per collection with documents its current validator rejects (``violations``: collection
+    -> ``{"documents", "level", "action"}``)."""
+    found = []
+    for name, seen in sorted(violations.items()):
+        if not seen["documents"]:
+            continue
+        action = seen.get("action") or "error"
+        consequence = (
+            "an update of any of them fails until it satisfies the validator"
+            if action == "error" and seen.get("level") != "moderate"
+            else "the validator lets them be (level moderate or action warn), but they do not hold its rules"
+        )
+        found.append(
+            Finding(
+                "validator-violations",
+                "validators",
+                "warning",
+                f"{seen['documents']:,} document(s) of {name} violate its validator: {consequence}",
+                collection=name,
+                evidence=dict(seen),
+            )
+        )
+    return found

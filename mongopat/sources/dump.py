@@ -79,6 +79,7 @@ OUTPUT_FIRST_KEYS = (
     b'"check_version"',
     b'"snapshot_version"',
     b'"guide_version"',
+    b'"json_schema_version"',
     b'"$schema"',
 )
 

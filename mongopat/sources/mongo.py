@@ -186,6 +186,21 @@ class MongoSource(Source):
             pass
         return info
 
+    def validator_violations(self, name: str) -> dict[str, Any] | None:
+        """Documents of ``name`` its current validator rejects, with its level and action; None without one."""
+        options: dict[str, Any] = {}
+        for entry in self.db.list_collections(filter={"name": name}):
+            options = entry.get("options") or {}
+        validator = options.get("validator")
+        if not validator:
+            return None
+        documents = self.db[name].count_documents({"$nor": [validator]}, maxTimeMS=self.max_time_ms)
+        return {
+            "documents": documents,
+            "level": options.get("validationLevel", "strict"),
+            "action": options.get("validationAction", "error"),
+        }
+
     def writable_db(self, write_concern: str = "majority") -> Any:
         """The database for migrations: reads from the primary; ``write_concern`` is "majority" (default)
         or a number of members."""
