@@ -86,7 +86,18 @@ def prove_folder(mongo: Any, data: dict[str, Any], access: Any, folder: Path, re
     return results
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+# SecantusDB: a path through the array a $lookup joined is missing there, so today's pipeline of a
+# pre-aggregation (the crm scenario's dashboard) sums nothing (test_conformance has the one-line case).
+LOOKUP_PATH = "aggregate [$lookup as r, $project {s: {$sum: '$r.amount'}}]: s is 0, not the sum of the joined amounts"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.diverges("secantusdb", LOOKUP_PATH)) if n == "crm" else n
+        for n in sorted(SCENARIOS)
+    ],
+)
 def test_every_rewritten_read_and_write_of_every_scenario_returns_what_today_does(mongo, tmp_path, name):
     data, access, folder, report = scenario_setup(name, tmp_path)
     results = prove_folder(mongo, data, access, folder, report)
@@ -205,6 +216,7 @@ def test_readings_changed_and_deleted_in_their_buckets_are_proven(mongo, tmp_pat
     assert result.writes_applied == 6  # two sampled readings per write
 
 
+@pytest.mark.diverges("secantusdb", LOOKUP_PATH)
 def test_related_documents_deleted_adjust_the_stored_aggregates(mongo, tmp_path):
     data, access, folder, report = scenario_setup("crm", tmp_path)
     access.collections["deals"].writes.deletes_per_sec = 1.0
