@@ -208,7 +208,7 @@ class Runner(BucketSteps, RunnerBase):
         except LockLost:
             raise  # the changelog belongs to the run that took the lock over
         except (OperationFailed, PyMongoError, InputError, ValueError) as exc:
-            message = str(exc).split(", full error:")[0]
+            message = _one_line(exc)
             self.changelog.finish(migration.id, "failed", started, message)
             raise OperationFailed(
                 f"{migration.id} failed: {message}", hint="fix the cause, then run 'mongopat migrate up' to resume"
@@ -238,8 +238,9 @@ class Runner(BucketSteps, RunnerBase):
         resume from the last checkpoint, a bounded number of times. Permanent errors go up at once."""
         attempt = 0
         while True:
-            state = (self.changelog.get(migration_id) or {})["steps"][index]
             try:
+                # Read under the retry too: after a fault the server may still be away when the checkpoint is read.
+                state = (self.changelog.get(migration_id) or {})["steps"][index]
                 return self._run_step(migration_id, index, step, state)
             except PyMongoError as error:
                 if not is_transient(error) or attempt >= self.options.retries:
@@ -945,6 +946,11 @@ class Runner(BucketSteps, RunnerBase):
                 {"step": step.name, "collection": step.collection, "documents": documents, "examples": examples}
             )
         return {"id": migration.id, "state": "dry-run", "steps": steps}
+
+
+def _one_line(error: BaseException) -> str:
+    """A driver error without the server's full reply or the topology pymongo describes after it."""
+    return str(error).split(", full error:")[0].split(", Timeout:")[0]
 
 
 def _both(query: dict[str, Any], where: dict[str, Any] | None) -> dict[str, Any]:
