@@ -23,6 +23,7 @@ from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.runtime import Runner
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.steps import build_step
+from tests.conftest import first_seeds_only
 
 T0 = datetime.datetime(2026, 3, 1)
 SPEC = {
@@ -172,6 +173,7 @@ SEEDS = range(1, 1 + int(os.environ.get("MONGOPAT_ONLINE_SEEDS", "3")))
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_no_reading_is_lost_duplicated_or_brought_back(mongo, tmp_path, seed):
+    first_seeds_only(mongo, seed)
     run_online(mongo.db, tmp_path, seed)
 
 

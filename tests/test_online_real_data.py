@@ -26,6 +26,7 @@ from mongopat.migrate.runtime import Runner
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.steps import build_step
 from mongopat.sources import SourceSpec, open_source
+from tests.conftest import first_seeds_only
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 ARCHIVE = str(REAL / "sample_weatherdata.archive.gz")
@@ -52,6 +53,7 @@ def recommended_step() -> dict[str, Any]:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_real_weather_observations_are_bucketed_and_back_while_the_application_writes(mongo, tmp_path, seed):
+    first_seeds_only(mongo, seed)
     db = mongo.db
     originals = observations()[:120]
     db.data.insert_many(copy.deepcopy(originals))
@@ -94,6 +96,7 @@ def test_real_weather_observations_are_bucketed_and_back_while_the_application_w
 def test_real_sales_get_their_total_while_the_application_writes(mongo, tmp_path, seed):
     """MP104's computed total on real sales (Decimal128 prices, quantities), while the application counts,
     sets statuses, pushes items, inserts and deletes; then rolled back, untouched sales byte for byte."""
+    first_seeds_only(mongo, seed)
     db = mongo.db
     originals = documents("sample_supplies.archive.gz", "sales")[:120]
     db.sales.insert_many(copy.deepcopy(originals))
