@@ -178,19 +178,18 @@ class MongoSource(Source):
 
     def collection_info(self, name: str) -> dict[str, Any]:
         """What plan-time safety checks need: the collection's validator and shard key (when readable)."""
-        info: dict[str, Any] = {"validator": None, "shard_key": self._shard_key(name)}
+        info: dict[str, Any] = {"validator": None, "options": {}, "shard_key": self._shard_key(name)}
         try:
             for entry in self.db.list_collections(filter={"name": name}):
-                info["validator"] = (entry.get("options") or {}).get("validator")
+                info["options"] = entry.get("options") or {}
+                info["validator"] = info["options"].get("validator")
         except (PyMongoError, NotImplementedError, TypeError):
-            pass
+            pass  # not permitted, or mongomock (no list_collections): no validator known
         return info
 
     def validator_violations(self, name: str) -> dict[str, Any] | None:
         """Documents of ``name`` its current validator rejects, with its level and action; None without one."""
-        options: dict[str, Any] = {}
-        for entry in self.db.list_collections(filter={"name": name}):
-            options = entry.get("options") or {}
+        options = self.collection_info(name)["options"]
         validator = options.get("validator")
         if not validator:
             return None
