@@ -203,11 +203,11 @@ class Changelog:
             },
         )
 
-    def finish(self, migration_id: str, state: str, started: float, error: str | None = None) -> None:
+    def finish(self, migration_id: str, state: str, started: float, error: str | None = None, **fields: Any) -> None:
         self.collection.update_one(
             {"_id": migration_id},
             {
-                "$set": {"state": state, "finished_at": utcnow(), "error": error},
+                "$set": {"state": state, "finished_at": utcnow(), "error": error, **fields},
                 "$inc": {"duration_s": round(time.monotonic() - started, 3)},
             },
         )

@@ -105,9 +105,9 @@ class FileChangelog:
         entry["written"] += written
         self._save()
 
-    def finish(self, migration_id: str, state: str, started: float, error: str | None = None) -> None:
+    def finish(self, migration_id: str, state: str, started: float, error: str | None = None, **fields: Any) -> None:
         entry = self.entries[migration_id]
-        entry.update(state=state, finished_at=utcnow(), error=error)
+        entry.update(state=state, finished_at=utcnow(), error=error, **fields)
         entry["duration_s"] = round(entry.get("duration_s", 0) + time.monotonic() - started, 3)
         self._save()
 

@@ -158,8 +158,7 @@ class RunnerBase:
 
     def record_applied(self, migration: Migration, started: float) -> None:
         """The migration is applied: its state, and the file as it was (what 'migrate repair' compares)."""
-        self.changelog.set(migration.id, text=migration.text, spec=migration.spec)
-        self.changelog.finish(migration.id, "applied", started)
+        self.changelog.finish(migration.id, "applied", started, text=migration.text, spec=migration.spec)
 
     # -- repair ----------------------------------------------------------------------------------
 
