@@ -317,13 +317,7 @@ def migrate_repair(
 ) -> dict[str, Any]:
     """What an edit of an applied migration's file changed, and its new checksum recorded after ``confirm``
     (refused when the steps changed, unless ``force``)."""
-    if spec.dump:
-        return _dump_runner(spec, folder).repair(migration_id, force, confirm)
-    from mongopat import api
-
-    api.load(folder)
-    with _server(spec) as source:
-        return api.repair(source.writable_db(), folder, migration_id, force, confirm)
+    return _migrations(spec, folder, "repair", migration_id, force, confirm)
 
 
 def migrate_rehearse(
@@ -346,7 +340,7 @@ def migrate_rehearse(
         raise InputError(f"no migrations in {folder}", hint="give --dir, or plan migrations with 'migrate plan'")
     guides = None
     if access_path:
-        _migrations_, built = _guided(folder, access_path, None)
+        _, built = _guided(folder, access_path, None)
         guides = {guide.migration.id: guide for guide in built}
     states = {row["id"]: row["state"] for row in migrate_status(spec, folder)}
     chosen_ids = _chosen(migrations, ids, states, "pending")
@@ -363,14 +357,13 @@ def migrate_rehearse(
     from pymongo.errors import PyMongoError
 
     from mongopat.redact import redact_uri
-    from mongopat.sources.mongo import MongoSource, describe_error
+    from mongopat.sources.mongo import describe_error
 
     with _server(spec) as source:
-        target = MongoSource(scratch_uri, "mongopat_scratch", timeout_ms=spec.timeout_ms) if scratch_uri else None
-        client = target.client if target is not None else source.client
+        client = _scratch_server(scratch_uri, spec) if scratch_uri else source.client
         name = f"{source.database}_mongopat_rehearsal"
         existing = set(client.list_database_names())
-        taken = [n for n in (name, f"{name}_before", f"{name}_after", f"{name}_guide_before") if n in existing]
+        taken = [n for n in ServerScratch.database_names(name) if n in existing]
         if taken:
             raise InputError(
                 f"scratch database {taken[0]} exists already (another rehearsal?)",

@@ -353,8 +353,13 @@ class ServerScratch(Scratch):
         finally:
             self.client.drop_database(after.name)
 
+    @staticmethod
+    def database_names(name: str) -> tuple[str, ...]:
+        """Every database a rehearsal named ``name`` creates."""
+        return (name, f"{name}_before", f"{name}_after", f"{name}_guide_before")
+
     def drop(self) -> None:
-        for name in (self.name, f"{self.name}_before", f"{self.name}_after", f"{self.name}_guide_before"):
+        for name in self.database_names(self.name):
             self.client.drop_database(name)
 
 
