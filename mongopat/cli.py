@@ -18,7 +18,7 @@ import typer
 
 from mongopat import __version__, command
 from mongopat.cli_options import CollectionOption, DbOption, DirOption, migrates, reads_source
-from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError, SourceError
+from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, InputError, MongopatError, SourceError
 from mongopat.sources import SourceSpec
 
 if TYPE_CHECKING:
@@ -621,6 +621,8 @@ def demo(
     run(body)
 
 
+PLAN_SAMPLE = 1000  # documents per collection transformed by 'migrate plan --uri'
+
 migrate_app = typer.Typer(
     help="Versioned migrations: plan them from recommendations, write them by hand.", no_args_is_help=True
 )
@@ -633,7 +635,8 @@ app.add_typer(migrate_app, name="migrate")
         "Examples:\n\n"
         "  mongopat recommend --dump ./export --access access.yaml -f json -o recs.json\n\n"
         "  mongopat migrate plan --from recs.json\n\n"
-        "  mongopat migrate plan --from recs.json --only MP101 --only orders --dry-run"
+        "  mongopat migrate plan --from recs.json --only MP101 --only orders --dry-run\n\n"
+        "  mongopat migrate plan --from recs.json --uri mongodb://... --db shop --add-validators"
     ),
 )
 def migrate_plan(
@@ -650,12 +653,23 @@ def migrate_plan(
         ),
     ] = None,
     db: DbOption = None,
+    add_validators: Annotated[
+        bool,
+        typer.Option(
+            "--add-validators",
+            help="End each shape change with a validator step for the new shape (moderate, warn); needs --uri.",
+        ),
+    ] = False,
     format: FormatOption = "table",
     yes: YesOption = False,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
-    """Write one migration file per recommendation that carries a migration, for review and commit."""
+    """Write one migration file per recommendation that carries a migration, for review and commit.
+
+    With --uri, each step is checked against the target (shard keys, validators) and a sample of its
+    collection transformed as the step would: a step that would leave documents failing the collection's
+    validator is warned about."""
     from mongopat.migrate.plan import load_recommendations
     from mongopat.migrate.plan import plan as plan_migrations
     from mongopat.sources.mongo import MongoSource
@@ -664,22 +678,35 @@ def migrate_plan(
 
     def body() -> int:
         _check_format(format, ("table", "json"))
+        if add_validators and not uri:
+            raise InputError("--add-validators samples the collections: give --uri (and --db)")
         recommendations = load_recommendations(from_)
         target = MongoSource(uri, db) if uri else None
         probe = target.collection_info if target is not None else None
+        after = _transformed_sample(target) if target is not None else None
         refused: list[str] = []
-        files, notes = plan_migrations(recommendations, Path(dir), only, True, probe, refused)
+        warnings: list[str] = []
+
+        def planned(write: bool) -> tuple[list[Any], list[str]]:
+            refused.clear()
+            warnings.clear()
+            return plan_migrations(
+                recommendations, Path(dir), only, not write, probe, refused, after, add_validators, warnings
+            )
+
+        files, notes = planned(False)
         if files and not dry_run:
             if not yes and sys.stdin.isatty() and not typer.confirm(f"Write {len(files)} migration file(s) to {dir}?"):
                 return 1
-            refused.clear()
-            files, notes = plan_migrations(recommendations, Path(dir), only, False, probe, refused)
+            files, notes = planned(True)
         if format == "json":
             listed = [
                 {"path": str(f.path), "code": f.code, "collection": f.collection, "description": f.description}
                 for f in files
             ]
-            emit_json({"written": not dry_run, "files": listed, "notes": notes, "refused": refused})
+            emit_json(
+                {"written": not dry_run, "files": listed, "notes": notes, "refused": refused, "warnings": warnings}
+            )
             return 1 if refused else 0
         console = State.stdout()
         verb = "would write" if dry_run else "wrote"
@@ -689,6 +716,8 @@ def migrate_plan(
             )
         for note in notes:
             console.print(f"skipped: {note}", markup=False, style="dim")
+        for warning in warnings:
+            State.stderr().print(f"warning: {warning}", markup=False, style="yellow")
         if not files:
             console.print("nothing to plan", markup=False)
         elif not dry_run:
@@ -698,6 +727,14 @@ def migrate_plan(
         return 1 if refused else 0
 
     run(body)
+
+
+def _transformed_sample(target: Any) -> Any:
+    """A sample of a collection as a step would leave it, from the target (read only)."""
+    from mongopat.migrate.runtime import Runner
+
+    runner = Runner(target.db, [])
+    return lambda step: runner.transformed_sample(step, PLAN_SAMPLE)
 
 
 def guide_hint(recommendations_path: str, folder: str) -> str:

@@ -117,3 +117,17 @@ def validators_document(report: dict[str, Any]) -> dict[str, Any]:
         "note": "every analysed document satisfies its collection's schema; a sample may not show every shape",
         "collections": collections,
     }
+
+
+def analysed(name: str, documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report entry of ``documents`` as one collection, analysed whole (the input of
+    :func:`collection_schema`)."""
+    import bson
+
+    from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis
+
+    analysis = CollectionAnalysis(name, AnalyzeOptions())
+    for document in documents:
+        analysis.add(document, len(bson.encode(document)))
+    analysis.flush()
+    return analysis.to_dict()

@@ -27,10 +27,11 @@ from bson import json_util
 from mongopat import __version__
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LeaseLock, LockLost, host_name, new_entry, utcnow
+from mongopat.migrate.catalog.dump_folder import DumpFolderCatalog, write_durably
 from mongopat.migrate.dump_buckets import SPILL_PREFIX, BucketSpec, Tally, bucket_file, tally_buckets
 from mongopat.migrate.file_parts import run_parallel
 from mongopat.migrate.gentle import Throttle
-from mongopat.migrate.operations import OPERATIONS, transform
+from mongopat.migrate.operations import COLLECTION_OPERATIONS, OPERATIONS, transform
 from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.operations.bucket import pending as bucket_pending
 from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
@@ -55,12 +56,7 @@ TMP_SUFFIX = ".mongopat-tmp"
 
 
 def _fsync_write(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}{TMP_SUFFIX}")
-    with temporary.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    temporary.replace(path)
+    write_durably(path, path.with_name(f".{path.name}{TMP_SUFFIX}"), data)
 
 
 class FileChangelog:
@@ -378,8 +374,6 @@ class DumpRunner(RunnerBase):
 
     def _outputs(self, step: Step) -> list[str]:
         """Collections a step writes: its own (rewritten) and the ones it creates."""
-        if step.name == "copy_collection":
-            return [step.params["to"]]
         if step.type.kind == "collection":
             return []
         return [step.collection, *step.created_collections()]
@@ -387,8 +381,12 @@ class DumpRunner(RunnerBase):
     def _run_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
         if state.get("phase") == "done":
             return  # committed by a run that stopped before it could mark the step applied
-        if step.name in ("create_index", "drop_index", "rename_collection"):
-            self._metadata_step(migration_id, index, step, state)
+        if step.type.kind == "collection":
+            catalog = self._catalog(migration_id, index, step, state)
+            COLLECTION_OPERATIONS[step.name].apply(step, catalog)
+            self.changelog.step(migration_id, index, read=catalog.read, written=catalog.written, stats=catalog.stats)
+            self.changelog.add_counts(migration_id, catalog.read, catalog.written)
+            self.lock.renew()
             return
         suffix = self._suffix(migration_id, index, step)
         if state.get("phase") != "commit":
@@ -440,12 +438,7 @@ class DumpRunner(RunnerBase):
         read = 0
         stats: dict[str, Any] = {}
         try:
-            if step.name == "copy_collection":
-                target = writer(step.params["to"])
-                for doc in documents:
-                    target.write(doc)
-                    read += 1
-            elif step.type.kind == "regroup" and source.name.endswith(JSON_SUFFIXES) and not canonical:
+            if step.type.kind == "regroup" and source.name.endswith(JSON_SUFFIXES) and not canonical:
                 read, stats = self._write_buckets_fast(step, source, writer(step.collection), migration_id, index)
             elif step.type.kind == "regroup":
                 read, stats = self._write_buckets(step, documents, writer(step.collection), migration_id, index)
@@ -576,8 +569,7 @@ class DumpRunner(RunnerBase):
     def _commit(self, migration_id: str, index: int, step: Step, suffix: str) -> None:
         own = f"{step.collection}{suffix}"
         kept = self.folder / backup_name(migration_id, index, own)
-        rewritten = step.name != "copy_collection"
-        if rewritten and not kept.exists() and (self.folder / own).exists():
+        if not kept.exists() and (self.folder / own).exists():
             (self.folder / own).rename(kept)
             self._hook(migration_id, index, -1)  # between the two renames: the riskiest moment
         for name in self._outputs(step):
@@ -586,42 +578,8 @@ class DumpRunner(RunnerBase):
                 temporary.replace(self.folder / f"{name}{suffix}")
         self.changelog.step(migration_id, index, phase="done")
 
-    def _metadata_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        if step.name == "rename_collection":
-            suffix = self.files.suffix_like(step.collection) if self.files.file_of(step.collection) else None
-            if suffix and not self.files.file_of(step.params["to"]):
-                (self.folder / f"{step.collection}{suffix}").rename(self.folder / f"{step.params['to']}{suffix}")
-                self._rename_metadata(step.collection, step.params["to"])
-            return
-        meta = self.folder / f"{step.collection}.metadata.json"
-        data = (
-            json_util.loads(meta.read_text())
-            if meta.exists()
-            else {"indexes": [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]}
-        )
-        indexes = data.setdefault("indexes", [])
-        if step.name == "create_index":
-            keys = step.params["keys"]
-            name = step.params.get("name") or "_".join(f"{k}_{v}" for k, v in keys.items())
-            if not any(i.get("name") == name for i in indexes):
-                spec = {"v": 2, "key": keys, "name": name}
-                if step.params.get("unique"):
-                    spec["unique"] = True
-                indexes.append(spec)
-            self.changelog.step(migration_id, index, stats={"index": name, "created_metadata": not meta.exists()})
-        else:
-            spec = next((i for i in indexes if i.get("name") == step.params["name"]), None)
-            if spec is None and not state.get("stats"):
-                raise OperationFailed(f"drop_index: no index {step.params['name']!r} in {meta.name}")
-            if spec is not None:
-                self.changelog.step(migration_id, index, stats={"spec": spec})
-                indexes.remove(spec)
-        _fsync_write(meta, json_util.dumps(data).encode())
-
-    def _rename_metadata(self, old: str, new: str) -> None:
-        meta = self.folder / f"{old}.metadata.json"
-        if meta.exists():
-            meta.rename(self.folder / f"{new}.metadata.json")
+    def _catalog(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> DumpFolderCatalog:
+        return DumpFolderCatalog(self.files, self.changelog, migration_id, index, step.collection, state)
 
     # -- verify ----------------------------------------------------------------------------------
 
@@ -645,7 +603,11 @@ class DumpRunner(RunnerBase):
         for index, step in enumerate(migration.steps):
             state = (entry.get("steps") or [])[index] if entry.get("steps") else {}
             stats = state.get("stats") or {}
-            if step.type.kind == "collection" or state.get("state") == "pending":
+            if state.get("state") == "pending":
+                continue
+            if step.type.kind == "collection":
+                catalog = self._catalog(migration.id, index, step, state)
+                problems.extend(COLLECTION_OPERATIONS[step.name].verify(step, catalog))
                 continue
             suffix = self._suffix(migration.id, index, step)
             kept = self.folder / backup_name(migration.id, index, f"{step.collection}{suffix}")
@@ -705,35 +667,17 @@ class DumpRunner(RunnerBase):
     # -- down ------------------------------------------------------------------------------------
 
     def _revert_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        if step.name == "rename_collection":
-            if self.files.file_of(step.params["to"]) and not self.files.file_of(step.collection):
-                suffix = self.files.suffix_like(step.params["to"])
-                (self.folder / f"{step.params['to']}{suffix}").rename(self.folder / f"{step.collection}{suffix}")
-                self._rename_metadata(step.params["to"], step.collection)
-            return
-        if step.name in ("create_index", "drop_index"):
-            meta = self.folder / f"{step.collection}.metadata.json"
-            stats = state.get("stats") or {}
-            if not meta.exists():
-                return
-            if step.name == "create_index" and stats.get("created_metadata"):
-                meta.unlink()
-                return
-            data = json_util.loads(meta.read_text())
-            indexes = data.setdefault("indexes", [])
-            if step.name == "create_index":
-                data["indexes"] = [i for i in indexes if i.get("name") != stats.get("index")]
-            elif stats.get("spec") and not any(i.get("name") == stats["spec"].get("name") for i in indexes):
-                indexes.append(stats["spec"])
-            _fsync_write(meta, json_util.dumps(data).encode())
+        if step.type.kind == "collection":
+            catalog = self._catalog(migration_id, index, step, state)
+            COLLECTION_OPERATIONS[step.name].revert(step, catalog)
+            catalog.reverted()
             return
         suffix = self._suffix(migration_id, index, step)
         self._discard_temps(step, suffix)
         kept = self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")
         if kept.exists():
             kept.replace(self.folder / f"{step.collection}{suffix}")
-        created = step.created_collections() if step.name != "copy_collection" else [step.params["to"]]
-        for name in created:
+        for name in step.created_collections():
             for candidate in (self.folder / f"{name}{suffix}",):
                 candidate.unlink(missing_ok=True)
 

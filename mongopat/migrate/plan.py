@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from mongopat.errors import InputError
+from mongopat.json_schema import validator_problem
 from mongopat.migrate.safety import refusals
 from mongopat.migrate.script import load_folder, next_number, render, slug
-from mongopat.migrate.steps import StepError, build_step
+from mongopat.migrate.steps import Step, StepError, build_step
+from mongopat.validators import analysed, collection_schema
 
 PLAN_ORDER = {
     "computed": 0, "pre_aggregation": 0, "extended_reference": 0, "tree": 0, "schema_versioning": 1,
@@ -47,11 +49,17 @@ def plan(
     dry_run: bool = False,
     collection_info: Callable[[str], dict[str, Any]] | None = None,
     refused: list[str] | None = None,
+    after: Callable[[Step], list[dict[str, Any]]] | None = None,
+    add_validators: bool = False,
+    warnings: list[str] | None = None,
 ) -> tuple[list[PlannedFile], list[str]]:
     """Write one migration per recommendation that carries a migration; skip ones already planned.
 
     ``only`` filters by rule code, pattern name or collection. Returns the files and notes on what was
-    skipped and why.
+    skipped and why. With ``after`` (a sample of a collection as a step would leave it, from the target),
+    a step that would leave sampled documents failing the collection's current validator is reported in
+    ``warnings``, and ``add_validators`` ends each shape change with a ``validator`` step describing the
+    new shape (see :func:`validator_after`).
     """
     existing = load_folder(folder)
     planned_steps = {json.dumps(step.to_dict(), sort_keys=True, default=str) for m in existing for step in m.steps}
@@ -72,8 +80,9 @@ def plan(
         except StepError as exc:
             notes.append(f"{rec.get('code')} on {rec.get('collection')}: not planned ({exc})")
             continue
+        info = collection_info(step.collection) if collection_info is not None else {}
         if collection_info is not None:
-            reasons = refusals(step, collection_info(step.collection))
+            reasons = refusals(step, info)
             if reasons:
                 message = f"{rec.get('code')} {step.name} on {step.collection}: refused: {'; '.join(reasons)}"
                 notes.append(message)
@@ -85,6 +94,15 @@ def plan(
             notes.append(f"{rec.get('code')} on {step.collection}: already planned")
             continue
         planned_steps.add(key)
+        steps = [step.to_dict()]
+        sample = after(step) if after is not None and step.type.kind == "document" else []
+        if info.get("validator") and sample and warnings is not None:
+            warnings.extend(violation_warnings(rec, step, info["validator"], sample))
+        if add_validators:
+            added, note = validator_after(step, info, sample)
+            steps.extend(added)
+            if note:
+                notes.append(f"{rec.get('code')} on {step.collection}: {note}")
         migration_id = f"{number:04d}_{slug(step.name + '_' + step.collection)}"
         number += 1
         header = (
@@ -95,7 +113,57 @@ def plan(
         if not dry_run:
             folder.mkdir(parents=True, exist_ok=True)
             path.write_text(
-                render(migration_id, rec.get("title") or step.type.summary, [step.to_dict()], header), encoding="utf-8"
+                render(migration_id, rec.get("title") or step.type.summary, steps, header), encoding="utf-8"
             )
         files.append(PlannedFile(path, str(rec.get("code")), step.collection, rec.get("title") or ""))
     return files, notes
+
+
+def violation_warnings(
+    rec: dict[str, Any], step: Step, validator: dict[str, Any], sample: list[dict[str, Any]]
+) -> list[str]:
+    """A warning when documents of ``sample`` (as the step leaves them) fail the collection's validator."""
+    failing, first, unknown = 0, "", ""
+    for document in sample:
+        try:
+            problem = validator_problem(document, validator)
+        except NotImplementedError as exc:
+            unknown = str(exc)
+            break
+        if problem:
+            failing += 1
+            first = first or f"{document.get('_id')!r}: {problem}"
+    where = f"{rec.get('code')} {step.name} on {step.collection}"
+    if unknown:
+        return [f"{where}: the collection's validator could not be checked here ({unknown})"]
+    if not failing:
+        return []
+    return [
+        f"{where}: {failing} of {len(sample)} sampled document(s) would fail the collection's validator after "
+        f"the step (first: {first}); a later update of such a document is rejected or logged, as its "
+        "validationAction says"
+    ]
+
+
+def validator_after(
+    step: Step, info: dict[str, Any], sample: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """A ``validator`` step describing the shape ``step`` leaves (from ``sample``), at level ``moderate``
+    and action ``warn``: while the application moves to the new shape, a write of the old one is logged,
+    not rejected, and documents not yet valid can still be updated. A later migration makes it strict."""
+    if step.type.kind != "document":
+        return [], None
+    if info.get("validator"):
+        return [], "has a validator already: no validator planned (it would replace the one in place)"
+    if not sample:
+        return [], "no documents sampled: no validator planned"
+    schema = collection_schema(analysed(step.collection, sample), exact_ints=True)
+    return [
+        {
+            "step": "validator",
+            "collection": step.collection,
+            "validator": {"$jsonSchema": schema},
+            "validation_level": "moderate",
+            "validation_action": "warn",
+        }
+    ], None

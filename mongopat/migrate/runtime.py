@@ -20,6 +20,7 @@ from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, LockLost, original_name, stage_name
+from mongopat.migrate.catalog.server import ServerCatalog
 from mongopat.migrate.conditional import (
     CATCH_UP_PASSES,
     CONFLICT_ROUNDS,
@@ -37,7 +38,7 @@ from mongopat.migrate.conditional import (
     versions_of,
 )
 from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
-from mongopat.migrate.operations import OPERATIONS, bucket, transform
+from mongopat.migrate.operations import COLLECTION_OPERATIONS, OPERATIONS, bucket, transform
 from mongopat.migrate.operations.pre_aggregation import empty_aggregates
 from mongopat.migrate.runner import RunnerBase, RunOptions, initial_steps
 from mongopat.migrate.runtime_buckets import BucketSteps
@@ -697,37 +698,12 @@ class Runner(BucketSteps, RunnerBase):
     # -- collection steps ------------------------------------------------------------------------
 
     def _collection_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
-        collection = self.db[step.collection]
-        outcome = StepOutcome()
-        if step.name == "create_index":
-            name = collection.create_index(
-                list(step.params["keys"].items()), name=step.params.get("name"), unique=bool(step.params.get("unique"))
-            )
-            outcome.stats["index"] = name
-        elif step.name == "drop_index":
-            spec = next((dict(i) for i in collection.list_indexes() if i["name"] == step.params["name"]), None)
-            if spec is None:
-                raise OperationFailed(f"drop_index: no index {step.params['name']!r} on {step.collection}")
-            outcome.stats["spec"] = {k: v for k, v in spec.items() if k not in ("v", "ns")}
-            self.changelog.step(migration_id, index, stats=outcome.stats)
-            collection.drop_index(step.params["name"])
-        elif step.name == "copy_collection":
-            target = self.db[step.params["to"]]
-            last_id, has_last = state.get("last_id"), state.get("has_last", False)
-            for batch in self.scan(step.collection, last_id, has_last):
-                docs = [bson.decode(raw_bytes(d)) for d in batch]
-                target.bulk_write([ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in docs], ordered=True)
-                outcome.read += len(docs)
-                outcome.written += len(docs)
-                self.changelog.step(migration_id, index, last_id=docs[-1]["_id"], has_last=True, read=outcome.read)
-                self.lock.renew()
-        elif step.name == "rename_collection":
-            existing = set(self.db.list_collection_names())
-            if step.collection in existing:
-                if step.params["to"] in existing:
-                    raise OperationFailed(f"rename_collection: {step.params['to']} exists already")
-                collection.rename(step.params["to"])
-        return outcome
+        catalog = self._catalog(migration_id, index, state)
+        COLLECTION_OPERATIONS[step.name].apply(step, catalog)
+        return StepOutcome(catalog.read, catalog.written, catalog.stats)
+
+    def _catalog(self, migration_id: str, index: int, state: dict[str, Any]) -> ServerCatalog:
+        return ServerCatalog(self.db, self.changelog, migration_id, index, state, self.scan, self.lock.renew)
 
     # -- verify ----------------------------------------------------------------------------------
 
@@ -762,13 +738,8 @@ class Runner(BucketSteps, RunnerBase):
             total += stats.get("passthrough", 0)
             if total != source_count:
                 problems.append(f"{name}: buckets hold {total} readings, the original collection {source_count}")
-        elif step.name == "create_index":
-            if not any(i["name"] == stats.get("index") for i in db[name].list_indexes()):
-                problems.append(f"{name}: index {stats.get('index')} is missing")
-        elif step.name == "copy_collection" and db[step.params["to"]].count_documents({}) < db[name].count_documents(
-            {}
-        ):
-            problems.append(f"{step.params['to']}: fewer documents than {name}")
+        elif step.type.kind == "collection" and state.get("state") == "applied":
+            problems.extend(COLLECTION_OPERATIONS[step.name].verify(step, self._catalog(migration_id, index, state)))
         return problems
 
     # -- down ------------------------------------------------------------------------------------
@@ -823,21 +794,8 @@ class Runner(BucketSteps, RunnerBase):
                 db[kept].rename(name)
             if stage in set(db.list_collection_names()):
                 db[stage].drop()
-        elif step.name == "create_index":
-            index_name = (state.get("stats") or {}).get("index")
-            if index_name and any(i["name"] == index_name for i in db[name].list_indexes()):
-                db[name].drop_index(index_name)
-        elif step.name == "drop_index":
-            spec = dict((state.get("stats") or {}).get("spec") or {})
-            if spec and not any(i["name"] == spec.get("name") for i in db[name].list_indexes()):
-                keys = list(spec.pop("key").items())
-                db[name].create_index(keys, **spec)
-        elif step.name == "copy_collection":
-            db[step.params["to"]].drop()
-        elif step.name == "rename_collection":
-            existing = set(db.list_collection_names())
-            if step.params["to"] in existing and name not in existing:
-                db[step.params["to"]].rename(name)
+        elif step.type.kind == "collection":
+            COLLECTION_OPERATIONS[step.name].revert(step, self._catalog(migration_id, index, state))
 
     def _revert_new_shape(self, migration_id: str, index: int, step: Step, skip: list[Any]) -> list[Any]:
         """Documents the application wrote in the new shape after ``up`` (no backup: their elements are in
@@ -923,6 +881,22 @@ class Runner(BucketSteps, RunnerBase):
             ]
         return unresolved
 
+    # -- samples -----------------------------------------------------------------------------------
+
+    def _sample_context(self, step: Step, samples: list[Document]) -> Context | None:
+        if step.type.kind != "document" or not samples:
+            return None
+        return self._context(step, samples, self._parents(step) if step.name == "tree" else {})
+
+    def transformed_sample(self, step: Step, size: int) -> list[Document]:
+        """A random sample of a document step's collection as the step would leave it (nothing is written)."""
+        if step.type.kind != "document":
+            return []
+        raw = self._collection(step.collection).aggregate([{"$sample": {"size": size}}])
+        samples = [bson.decode(raw_bytes(d)) for d in raw]
+        ctx = self._sample_context(step, samples)
+        return [transform(sample, step, ctx).document for sample in samples]
+
     # -- dry run ---------------------------------------------------------------------------------
 
     def _dry_run(self, migration: Migration) -> dict[str, Any]:
@@ -936,12 +910,7 @@ class Runner(BucketSteps, RunnerBase):
                 bson.decode(raw_bytes(d))
                 for d in self._collection(step.collection).find({}, limit=3, sort=[("_id", 1)])
             ]
-            ctx = (
-                self._context(step, samples, self._parents(step) if step.name == "tree" else {})
-                if step.type.kind == "document" and samples
-                else None
-            )
-            examples = dry_run_examples(step, samples, ctx)
+            examples = dry_run_examples(step, samples, self._sample_context(step, samples))
             steps.append(
                 {"step": step.name, "collection": step.collection, "documents": documents, "examples": examples}
             )

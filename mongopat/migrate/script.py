@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from mongopat.errors import InputError
+from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.steps import STEP_TYPES, Step, StepError, build_step
 from mongopat.yamlfile import compose_yaml, read_yaml_text
 
@@ -101,14 +102,19 @@ def load_migration(path: Path) -> Migration:
         line = steps_node.start_mark.line + 1 if steps_node is not None else 1
         raise InputError(f"{path}:{line}: 'steps' must be a non-empty list")
     steps = []
+    digest = hashlib.sha256(path.read_bytes())
     for index, (step_data, node) in enumerate(zip(data["steps"], steps_node.value, strict=True)):
         try:
-            steps.append(build_step(step_data))
+            step = build_step(step_data)
+            digest.update(STEP_OPERATIONS[step.name].resolve(step, path.parent))
         except StepError as exc:
             raise InputError(f"{path}:{node.start_mark.line + 1}: steps[{index}]: {exc}") from None
+        steps.append(step)
     description = str(data.get("description") or "")
-    spec = json.dumps(data["steps"], sort_keys=True, default=str)
-    return Migration(stem, path, description, checksum(path), steps, text=text, spec=spec)
+    # The steps as written, with what they read from other files: repair tells a new validator from a comment.
+    written = [dict(d, loaded=s.loaded) if s.loaded else d for d, s in zip(data["steps"], steps, strict=True)]
+    spec = json.dumps(written, sort_keys=True, default=str)
+    return Migration(stem, path, description, digest.hexdigest(), steps, text=text, spec=spec)
 
 
 def _load_python(path: Path) -> Migration:

@@ -3,8 +3,9 @@
 A document step's module holds its parameters (``type``), its pure ``transform`` (used by both runners,
 a server and a dump folder), its pending filter (documents still in the old shape) and its inverse (for a
 document the application changed after ``up``); see :mod:`mongopat.migrate.operations.base`. The bucket
-step's module holds its in-place updates; collection steps' modules their parameters. A new step type is a
-new module here, added to :data:`OPERATIONS`.
+step's module holds its in-place updates. A collection step's module applies, reverts and verifies it
+against a backend's catalog (:mod:`mongopat.migrate.catalog`). A new step type is a new module here,
+added to :data:`STEP_OPERATIONS`.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from mongopat.migrate.operations import (
     subset,
     tree,
     unset_field,
+    validator,
 )
-from mongopat.migrate.operations.base import DocumentOperation, Step, StepOperation
+from mongopat.migrate.operations.base import CollectionOperation, DocumentOperation, Step, StepOperation
 from mongopat.migrate.transforms import Context, Document, Result
 
 STEP_OPERATIONS: dict[str, StepOperation] = {
@@ -41,9 +43,14 @@ STEP_OPERATIONS: dict[str, StepOperation] = {
     for module in (
         set_field, unset_field, rename_field, computed, attribute, map_to_array, polymorphic, schema_versioning,
         approximation, tree, extended_reference, pre_aggregation, document_versioning, subset, outlier, bucket,
-        create_index, drop_index, copy_collection, rename_collection,
+        create_index, drop_index, copy_collection, rename_collection, validator,
     )
 }  # fmt: skip
+
+# The collection steps: applied, reverted and verified through a backend's catalog.
+COLLECTION_OPERATIONS: dict[str, CollectionOperation] = {
+    name: operation for name, operation in STEP_OPERATIONS.items() if isinstance(operation, CollectionOperation)
+}
 
 # The document steps: what the online runner needs of each (pending filter, inverse) beyond the transform.
 OPERATIONS: dict[str, DocumentOperation] = {
@@ -56,4 +63,12 @@ def transform(doc: Document, step: Step, ctx: Context | None = None) -> Result:
     return OPERATIONS[step.name].transform(copy.deepcopy(doc), step, ctx or Context())
 
 
-__all__ = ["OPERATIONS", "STEP_OPERATIONS", "DocumentOperation", "StepOperation", "transform"]
+__all__ = [
+    "COLLECTION_OPERATIONS",
+    "OPERATIONS",
+    "CollectionOperation",
+    "STEP_OPERATIONS",
+    "DocumentOperation",
+    "StepOperation",
+    "transform",
+]

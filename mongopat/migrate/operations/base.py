@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
     from mongopat.guide.reads import ReadPlan
     from mongopat.guide.writes import WritePlan
+    from mongopat.migrate.catalog import Catalog
 
 _MISSING = object()
 
@@ -58,6 +60,8 @@ class Step:
     type: StepType
     collection: str
     params: dict[str, Any] = field(default_factory=dict)
+    # What the step read from other files when its migration was loaded (StepOperation.resolve).
+    loaded: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -81,6 +85,11 @@ class StepOperation:
 
     def check(self, params: dict[str, Any]) -> None:
         """Raise :class:`StepError` for parameters that have the right types but cannot work together."""
+
+    def resolve(self, step: Step, folder: Path) -> bytes:
+        """Read the files the step names (relative to its migration's ``folder``) into ``step.loaded``;
+        their bytes, which count in the migration's checksum. Raise :class:`StepError` when one is wrong."""
+        return b""
 
     def written_fields(self, step: Step) -> set[str]:
         """Fields the step sets, renames or removes (the plan checks them against shard keys and validators)."""
@@ -123,6 +132,22 @@ class StepOperation:
             "during": [f"`{step.collection}`: read documents of both shapes until `migrate up` has finished"],
             "after": [],
         }
+
+
+class CollectionOperation(StepOperation):
+    """A step on a collection as a whole (its indexes, name, options, a copy), written once against the
+    backend protocol :class:`~mongopat.migrate.catalog.Catalog`; every method must be safe to run again
+    after a crash part way (the figures ``catalog.record`` saved are in ``catalog.stats``)."""
+
+    def apply(self, step: Step, catalog: Catalog) -> None:
+        raise NotImplementedError
+
+    def revert(self, step: Step, catalog: Catalog) -> None:
+        raise NotImplementedError
+
+    def verify(self, step: Step, catalog: Catalog) -> list[str]:
+        """What must hold after ``apply``; each problem in a sentence."""
+        return []
 
 
 class DocumentOperation(StepOperation):

@@ -1,14 +1,16 @@
-"""create_index: an index created (dropped again by down).
-
-Each runner carries out collection steps its own way (commands on a server, files in a dump folder).
-"""
+"""create_index: an index created (dropped again by down)."""
 
 from __future__ import annotations
 
-from mongopat.migrate.operations.base import DICT, STR, Param, Step, StepOperation, StepType
+from typing import TYPE_CHECKING, Any
+
+from mongopat.migrate.operations.base import DICT, STR, CollectionOperation, Param, Step, StepType
+
+if TYPE_CHECKING:
+    from mongopat.migrate.catalog import Catalog
 
 
-class Operation(StepOperation):
+class Operation(CollectionOperation):
     type = StepType(
         "create_index",
         "collection",
@@ -18,3 +20,24 @@ class Operation(StepOperation):
 
     def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
         return [(step.collection, dict(step.params["keys"]))]
+
+    def apply(self, step: Step, catalog: Catalog) -> None:
+        spec: dict[str, Any] = {"key": dict(step.params["keys"])}
+        if step.params.get("name"):
+            spec["name"] = step.params["name"]
+        if step.params.get("unique"):
+            spec["unique"] = True
+        catalog.record(index=catalog.create_index(step.collection, spec))
+
+    def revert(self, step: Step, catalog: Catalog) -> None:
+        name = catalog.stats.get("index")
+        if name and step.collection in catalog.names() and _has(catalog, step.collection, name):
+            catalog.drop_index(step.collection, name)
+
+    def verify(self, step: Step, catalog: Catalog) -> list[str]:
+        name = catalog.stats.get("index")
+        return [] if _has(catalog, step.collection, name) else [f"{step.collection}: index {name} is missing"]
+
+
+def _has(catalog: Catalog, collection: str, name: Any) -> bool:
+    return any(spec.get("name") == name for spec in catalog.indexes(collection))

@@ -1,22 +1,36 @@
-"""rename_collection: a collection renamed (renamed back by down).
-
-Each runner carries out collection steps its own way (commands on a server, files in a dump folder).
-"""
+"""rename_collection: a collection renamed (renamed back by down)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mongopat.migrate.operations.base import STR, Param, Step, StepOperation, StepType
+from mongopat.errors import OperationFailed
+from mongopat.migrate.operations.base import STR, CollectionOperation, Param, Step, StepType
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
     from mongopat.guide.reads import ReadPlan
     from mongopat.guide.writes import WritePlan
+    from mongopat.migrate.catalog import Catalog
 
 
-class Operation(StepOperation):
+class Operation(CollectionOperation):
     type = StepType("rename_collection", "collection", {"to": Param(STR)}, "rename the collection")
+
+    def apply(self, step: Step, catalog: Catalog) -> None:
+        names, to = catalog.names(), step.params["to"]
+        if step.collection not in names:
+            if to in names:
+                return  # renamed by a run that stopped before it could mark the step applied
+            raise OperationFailed(f"rename_collection: no collection {step.collection!r}")
+        if to in names:
+            raise OperationFailed(f"rename_collection: {to} exists already")
+        catalog.rename(step.collection, to)
+
+    def revert(self, step: Step, catalog: Catalog) -> None:
+        names, to = catalog.names(), step.params["to"]
+        if to in names and step.collection not in names:
+            catalog.rename(to, step.collection)
 
     def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
         if read.collection == step.collection:

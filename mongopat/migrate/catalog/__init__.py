@@ -1,0 +1,83 @@
+"""What a backend does to collections as a whole: names, indexes, options, copies.
+
+Collection steps (``create_index``, ``drop_index``, ``copy_collection``, ``rename_collection``,
+``validator``) are written once, in their modules under ``mongopat/migrate/operations/``, against this
+protocol; each backend implements it once: :mod:`.server` with database commands, :mod:`.dump_folder`
+with the files of a dump folder. A new backend is one more module here.
+
+A catalog is made for one step of one migration: :meth:`Catalog.record` keeps the step's figures in the
+changelog at once, so that what a destructive command needs to be undone (the spec of a dropped index,
+a collection's previous validator) is saved before the command runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Catalog:
+    """The collection operations of one backend, for one step (``stats``: the step's recorded figures)."""
+
+    def __init__(self, stats: dict[str, Any] | None = None) -> None:
+        self.stats: dict[str, Any] = dict(stats or {})
+        self.read = 0
+        self.written = 0
+
+    def record(self, **fields: Any) -> None:
+        """Add ``fields`` to the step's figures and save them before anything else happens."""
+        self.stats.update(fields)
+        self._save()
+
+    def _save(self) -> None:
+        raise NotImplementedError
+
+    def names(self) -> set[str]:
+        """The collections that exist."""
+        raise NotImplementedError
+
+    def count(self, collection: str) -> int:
+        raise NotImplementedError
+
+    def indexes(self, collection: str) -> list[dict[str, Any]]:
+        """Index specs (``key``, ``name`` and options), as the backend keeps them."""
+        raise NotImplementedError
+
+    def create_index(self, collection: str, spec: dict[str, Any]) -> str:
+        """Create the index ``spec`` (``key`` and options; no ``name``: the backend's default); its name."""
+        raise NotImplementedError
+
+    def drop_index(self, collection: str, name: str) -> None:
+        raise NotImplementedError
+
+    def rename(self, collection: str, to: str) -> None:
+        raise NotImplementedError
+
+    def drop(self, collection: str) -> None:
+        raise NotImplementedError
+
+    def copy(self, collection: str, to: str) -> None:
+        """Copy every document of ``collection`` into ``to``; safe to run again after a crash."""
+        raise NotImplementedError
+
+    def options(self, collection: str) -> dict[str, Any]:
+        """The collection's options (``validator``, ``validationLevel``, ``validationAction``...)."""
+        raise NotImplementedError
+
+    def set_validation(self, collection: str, validator: dict[str, Any], level: str, action: str) -> None:
+        """Replace the collection's validator (``{}``: none) with its level and action."""
+        raise NotImplementedError
+
+    def violations(self, collection: str, validator: dict[str, Any]) -> int | None:
+        """Documents of ``collection`` that ``validator`` rejects; None when the backend cannot tell."""
+        raise NotImplementedError
+
+    def reverted(self) -> None:
+        """Called after a step was undone: tidy what only this backend made for it."""
+
+
+def index_name(keys: dict[str, Any]) -> str:
+    """The name MongoDB gives an index when none is given (``a_1_b_-1``)."""
+    return "_".join(f"{field}_{direction}" for field, direction in keys.items())
+
+
+__all__ = ["Catalog", "index_name"]

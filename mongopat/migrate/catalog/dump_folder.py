@@ -1,0 +1,189 @@
+"""The catalog of a dump folder: a collection is a file, its indexes and options are its
+``<name>.metadata.json`` (as mongodump writes it), and every change is written to a temporary file
+first and renamed over the old one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bson import json_util
+
+from mongopat.errors import OperationFailed
+from mongopat.json_schema import satisfies
+from mongopat.migrate.catalog import Catalog, index_name
+
+if TYPE_CHECKING:
+    from mongopat.migrate.dump_runtime import DumpFolder, FileChangelog
+
+DEFAULT_VALIDATION = {"validationLevel": "strict", "validationAction": "error"}
+DEFAULT_INDEXES = [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]
+
+
+def write_durably(path: Path, temporary: Path, data: bytes) -> None:
+    """``data`` as the content of ``path``, flushed to disk under ``temporary`` and renamed over it."""
+    with temporary.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    temporary.replace(path)
+
+
+class DumpFolderCatalog(Catalog):
+    def __init__(
+        self,
+        files: DumpFolder,
+        changelog: FileChangelog,
+        migration_id: str,
+        index: int,
+        collection: str,
+        state: dict[str, Any],
+    ) -> None:
+        super().__init__(state.get("stats"))
+        self.folder, self.files, self.changelog = files.folder, files, changelog
+        self.migration_id, self.index, self.collection = migration_id, index, collection
+
+    def _save(self) -> None:
+        self.changelog.step(self.migration_id, self.index, stats=self.stats)
+
+    # -- metadata ---------------------------------------------------------------------------------
+
+    def _metadata_path(self, collection: str) -> Path:
+        return self.folder / f"{collection}.metadata.json"
+
+    def _metadata(self, collection: str) -> dict[str, Any]:
+        path = self._metadata_path(collection)
+        if not path.exists():
+            return {"indexes": [dict(spec) for spec in DEFAULT_INDEXES]}
+        try:
+            data = json_util.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise OperationFailed(f"{path}: not a mongodump metadata file: {exc}") from None
+        if not isinstance(data, dict):
+            raise OperationFailed(f"{path}: not a mongodump metadata file (not a JSON object)")
+        return data
+
+    def _write_metadata(self, collection: str, data: dict[str, Any]) -> None:
+        path = self._metadata_path(collection)
+        if "metadata_before" not in self.stats:
+            # The file as it was, once, before the step's first change: down gives these bytes back.
+            self.record(metadata_before=path.read_text(encoding="utf-8") if path.exists() else None)
+        write_durably(path, self.files.temp_path(path.name), json_util.dumps(data).encode())
+
+    def reverted(self) -> None:
+        # Once the step is undone, the metadata says again what it said: the file's own bytes come back
+        # (mongodump's formatting and key order), or it goes when the step had made it.
+        if "metadata_before" not in self.stats:
+            return
+        path, before = self._metadata_path(self.collection), self.stats["metadata_before"]
+        if not path.exists():
+            return
+        now = _comparable(self._metadata(self.collection))
+        if before is None:
+            if now == _comparable({"indexes": DEFAULT_INDEXES}):
+                path.unlink()
+        elif now == _comparable(json_util.loads(before)):
+            write_durably(path, self.files.temp_path(path.name), before.encode("utf-8"))
+
+    # -- the protocol -----------------------------------------------------------------------------
+
+    def names(self) -> set[str]:
+        return {name for name in _collection_names(self.folder) if self.files.file_of(name) is not None}
+
+    def count(self, collection: str) -> int:
+        return self.files.count(collection)
+
+    def indexes(self, collection: str) -> list[dict[str, Any]]:
+        return list(self._metadata(collection).get("indexes") or [])
+
+    def create_index(self, collection: str, spec: dict[str, Any]) -> str:
+        data = self._metadata(collection)
+        indexes = data.setdefault("indexes", [])
+        name = spec.get("name") or index_name(dict(spec["key"]))
+        if not any(i.get("name") == name for i in indexes):
+            indexes.append({"v": 2, **spec, "name": name})
+            self._write_metadata(collection, data)
+        return name
+
+    def drop_index(self, collection: str, name: str) -> None:
+        data = self._metadata(collection)
+        kept = [i for i in data.get("indexes") or [] if i.get("name") != name]
+        if len(kept) != len(data.get("indexes") or []):
+            data["indexes"] = kept
+            self._write_metadata(collection, data)
+
+    def rename(self, collection: str, to: str) -> None:
+        suffix = self.files.suffix_like(collection)
+        (self.folder / f"{collection}{suffix}").rename(self.folder / f"{to}{suffix}")
+        meta = self._metadata_path(collection)
+        if meta.exists():
+            meta.rename(self._metadata_path(to))
+
+    def drop(self, collection: str) -> None:
+        path = self.files.file_of(collection)
+        if path is not None:
+            path.unlink()
+        self._metadata_path(collection).unlink(missing_ok=True)
+
+    def copy(self, collection: str, to: str) -> None:
+        # The bytes as they are, through a temporary file: a crash leaves no half copy under the name.
+        source = self.files.file_of(collection)
+        if source is None:
+            raise OperationFailed(f"collection {collection!r} not found in {self.folder}")
+        suffix = self.files.suffix_like(collection)
+        temporary = self.files.temp_path(f"{to}{suffix}")
+        with source.open("rb") as reader, temporary.open("wb") as writer:
+            shutil.copyfileobj(reader, writer, 1 << 20)
+            writer.flush()
+            os.fsync(writer.fileno())
+        temporary.replace(self.folder / f"{to}{suffix}")
+        copied = self.files.count(to)
+        self.read, self.written = copied, copied
+
+    def options(self, collection: str) -> dict[str, Any]:
+        return dict(self._metadata(collection).get("options") or {})
+
+    def set_validation(self, collection: str, validator: dict[str, Any], level: str, action: str) -> None:
+        data = self._metadata(collection)
+        options = {
+            k: v for k, v in dict(data.get("options") or {}).items()
+            if k not in ("validator", "validationLevel", "validationAction")
+        }  # fmt: skip
+        if validator:
+            options.update({"validator": validator, "validationLevel": level, "validationAction": action})
+        else:  # no validator: only a level or action other than MongoDB's defaults says anything
+            options.update(
+                {
+                    k: v
+                    for k, v in (("validationLevel", level), ("validationAction", action))
+                    if v != DEFAULT_VALIDATION[k]
+                }
+            )
+        data["options"] = options
+        self._write_metadata(collection, data)
+
+    def violations(self, collection: str, validator: dict[str, Any]) -> int | None:
+        if not validator:
+            return 0
+        try:
+            return sum(1 for document in self.files.read(collection) if not satisfies(document, validator))
+        except NotImplementedError:
+            return None  # a query operator the embedded engine does not evaluate
+
+
+def _comparable(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata without what carries no meaning: empty options."""
+    return {k: v for k, v in metadata.items() if not (k == "options" and not v)}
+
+
+def _collection_names(folder: Path) -> set[str]:
+    from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES
+
+    names = set()
+    for path in folder.iterdir():
+        for suffix in BSON_SUFFIXES + JSON_SUFFIXES:
+            if path.name.endswith(suffix) and not path.name.startswith((".", "mongopat_")):
+                names.add(path.name[: -len(suffix)])
+    return names
