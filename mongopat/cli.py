@@ -987,10 +987,10 @@ def migrate_up(
         for result in results:
             if dry_run:
                 for step in result["steps"]:
-                    State.say(
-                        f"{result['id']}: {step['step']} on {step['collection']}: "
-                        f"{step['documents']:,} documents to read"
-                    )
+                    reads = "" if step.get("would") else f": {step['documents']:,} documents to read"
+                    State.say(f"{result['id']}: {step['step']} on {step['collection']}{reads}")
+                    for sentence in step.get("would") or []:
+                        State.say(f"  {sentence}")
                     for example in step["examples"][:2]:
                         State.say("  before: " + bson_json.dumps(example["before"])[:300], style="dim")
                         State.say("  after:  " + bson_json.dumps(example["after"])[:300])

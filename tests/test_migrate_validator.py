@@ -349,3 +349,17 @@ def test_cli_copy_of_a_dump_keeps_the_bytes(tmp_path):
     dump_run(data, folder).up()
     assert (data / "customers_copy.json").read_bytes() == (data / "customers.json").read_bytes()
     shutil.rmtree(folder)
+
+
+def test_a_dry_run_says_what_a_collection_step_would_do_and_changes_nothing(tmp_path):
+    data = make_dump(tmp_path)
+    before = files(data)
+    step = dict(VALIDATOR_STEP, validator={"$jsonSchema": {"required": ["cpu"]}})
+    folder = write(tmp_path / "m", "0001_validator", step, STEPS["create_index"])
+    result = runner.invoke(app, ["migrate", "up", "--dump", str(data), "--dir", str(folder), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "would replace the validator of orders (level strict, action error)" in result.output
+    failing = sum(1 for line in (data / "orders.json").read_text().splitlines() if '"cpu"' not in line)
+    assert f"{failing} document(s) of orders fail the new validator today" in result.output
+    assert "would create an index" in result.output and "documents to read" not in result.output
+    assert files(data) == before

@@ -388,7 +388,9 @@ def test_throttle_on_a_server_run(mongo, tmp_path):
     # The throttle is a ceiling: on SecantusDB a batch of 10 conditional writes takes longer than the 0.1 s
     # that 100 documents a second allow (a collection scan each, the conformance table), so it gets 20.
     rate = 20 if mongo.engine == "secantusdb" else 100
-    options = RunOptions(batch_size=10, max_docs_per_sec=rate, progress=lambda *a: seen.append((time.monotonic(), a[2])))
+    options = RunOptions(
+        batch_size=10, max_docs_per_sec=rate, progress=lambda *a: seen.append((time.monotonic(), a[2]))
+    )
     Runner(db, load_folder(tmp_path), options).up()
     (t0, d0), (t1, d1) = seen[0], seen[-1]
     assert d1 == 230 and abs((d1 - d0) / (t1 - t0) - rate) / rate < 0.10

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bson.decimal128 import Decimal128
+from pymongo.errors import PyMongoError
 
 from mongopat.guide.build import MigrationGuide, ReadGuide
 from mongopat.guide.placeholders import bind, names
@@ -90,7 +91,12 @@ def prove(
                 _prove_counter(write, before_values, after_values, before_db, after_db, rng, migration, result)
                 continue
             run(before_db, bind(write.before, before_values))
-            run(after_db, bind(write.after, after_values))
+            try:
+                run(after_db, bind(write.after, after_values))
+            except PyMongoError as exc:  # refused by the new shape's database (a validator): a difference
+                message = f"the write failed after the migration: {_first_line(exc)}"
+                result.differences.append(Difference(migration, "write", write.operation, message, after_values))
+                continue
             result.writes_applied += 1
             written = before_values.get("document") or document
             for read in guide.reads:
@@ -372,3 +378,8 @@ def _prove_counter(
     if abs(estimate - exact) > spread:
         message = f"{COUNTER_WRITES} increments counted {estimate}, more than {spread:.0f} from {exact}"
         result.differences.append(Difference(migration, "write", write.operation, message, before_values))
+
+
+def _first_line(error: BaseException) -> str:
+    """A driver error without the server's full reply."""
+    return str(error).split(", full error:")[0].splitlines()[0]

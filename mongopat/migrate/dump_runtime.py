@@ -687,7 +687,7 @@ class DumpRunner(RunnerBase):
         from mongopat.migrate.preview import dry_run_examples
 
         steps = []
-        for step in migration.steps:
+        for index, step in enumerate(migration.steps):
             samples = []
             for doc in self.files.read(step.collection):
                 samples.append(doc)
@@ -695,14 +695,18 @@ class DumpRunner(RunnerBase):
                     break
             ctx = self._context(step) if step.type.kind == "document" and samples else None
             examples = dry_run_examples(step, samples, ctx)
-            steps.append(
-                {
-                    "step": step.name,
-                    "collection": step.collection,
-                    "documents": self.files.count(step.collection),
-                    "examples": examples,
-                }
-            )
+            row = {
+                "step": step.name,
+                "collection": step.collection,
+                "documents": self.files.count(step.collection),
+                "examples": examples,
+            }
+            if step.type.kind == "collection":
+                row.update(
+                    examples=[],
+                    would=COLLECTION_OPERATIONS[step.name].dry_run(step, self._catalog(migration.id, index, step, {})),
+                )
+            steps.append(row)
         return {"id": migration.id, "state": "dry-run", "steps": steps}
 
 

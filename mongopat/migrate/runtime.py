@@ -903,7 +903,7 @@ class Runner(BucketSteps, RunnerBase):
         from mongopat.migrate.preview import dry_run_examples
 
         steps = []
-        for step in migration.steps:
+        for index, step in enumerate(migration.steps):
             collection = self.db[step.collection]
             documents = collection.count_documents({})
             samples = [
@@ -911,9 +911,11 @@ class Runner(BucketSteps, RunnerBase):
                 for d in self._collection(step.collection).find({}, limit=3, sort=[("_id", 1)])
             ]
             examples = dry_run_examples(step, samples, self._sample_context(step, samples))
-            steps.append(
-                {"step": step.name, "collection": step.collection, "documents": documents, "examples": examples}
-            )
+            row = {"step": step.name, "collection": step.collection, "documents": documents, "examples": examples}
+            if step.type.kind == "collection":
+                catalog = self._catalog(migration.id, index, {})
+                row.update(examples=[], would=COLLECTION_OPERATIONS[step.name].dry_run(step, catalog))
+            steps.append(row)
         return {"id": migration.id, "state": "dry-run", "steps": steps}
 
 

@@ -158,7 +158,7 @@ def write_new(folder: Path, name: str, pattern: str, collection: str, params: di
     for key, param in step_type.params.items():
         if key in params:
             step[key] = params[key]
-        elif param.required:
+        elif param.required or key in step_type.fill_in:
             step[key] = None
     unknown = set(params) - set(step_type.params)
     if unknown:

@@ -50,6 +50,8 @@ class StepType:
     summary: str
     # Collections the step creates (parameter names holding their names), dropped by ``down``.
     creates: tuple[str, ...] = ()
+    # Optional parameters 'migrate new' leaves to fill in all the same (one of several that are needed).
+    fill_in: tuple[str, ...] = ()
 
 
 STR, INT, NUM, LIST, DICT, ANY = str, int, (int, float), list, dict, object
@@ -148,6 +150,10 @@ class CollectionOperation(StepOperation):
     def verify(self, step: Step, catalog: Catalog) -> list[str]:
         """What must hold after ``apply``; each problem in a sentence."""
         return []
+
+    def dry_run(self, step: Step, catalog: Catalog) -> list[str]:
+        """What ``apply`` would do, in sentences (``migrate up --dry-run``); nothing is changed."""
+        return [f"would {self.type.summary}"]
 
 
 class DocumentOperation(StepOperation):

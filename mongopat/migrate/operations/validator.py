@@ -17,6 +17,8 @@ from mongopat.errors import OperationFailed
 from mongopat.migrate.operations.base import DICT, STR, CollectionOperation, Param, Step, StepError, StepType
 
 if TYPE_CHECKING:
+    from mongopat.guide.cost import Evidence
+    from mongopat.guide.writes import WritePlan
     from mongopat.migrate.catalog import Catalog
 
 LEVELS = ("moderate", "strict")
@@ -36,7 +38,8 @@ class Operation(CollectionOperation):
             "validation_level": Param(STR, False, "moderate"),
             "validation_action": Param(STR, False, "error"),
         },
-        "set the collection's validator",
+        "set the collection's validator (or give from_report: a file of 'mongopat analyze --json-schema')",
+        fill_in=("validator",),
     )
 
     def check(self, params: dict[str, Any]) -> None:
@@ -103,6 +106,42 @@ class Operation(CollectionOperation):
         if _validation(catalog.options(step.collection)) != self.wanted(step):
             return [f"{step.collection}: its validator is not the one the migration set"]
         return []
+
+    def dry_run(self, step: Step, catalog: Catalog) -> list[str]:
+        level, action = step.params["validation_level"], step.params["validation_action"]
+        failing = catalog.violations(step.collection, validator_of(step))
+        counted = "an unknown number of" if failing is None else f"{failing:,}"
+        return [
+            f"would replace the validator of {step.collection} (level {level}, action {action})",
+            f"{counted} document(s) of {step.collection} fail the new validator today",
+        ]
+
+    def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
+        """The application's inserts, unchanged: proving them after the migration shows the validator
+        accepts what the application writes."""
+        from mongopat.guide.writes import WritePlan, insert_one
+
+        per_sec = evidence.per_sec(step.collection, "inserts")
+        if not per_sec:
+            return []
+
+        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+            document = sample.fresh()
+            return {"document": document}, {"document": document}
+
+        return [
+            WritePlan(
+                step.collection,
+                "insert",
+                f"insert a document into {step.collection}; the validator must accept it",
+                [insert_one(step.collection)],
+                [insert_one(step.collection)],
+                {"document": "the document"},
+                per_sec,
+                {"before": 1, "after": 1},
+                binder,
+            )
+        ]
 
     def deploy(self, step: Step) -> dict[str, list[str]]:
         level, action = step.params["validation_level"], step.params["validation_action"]
