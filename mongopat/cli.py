@@ -306,13 +306,14 @@ def analyze(
 
             write_text(html, render_html(report, None, show_values))
         if format == "json":
-            emit_json(report)
+            if not output:  # with --output the report is in the file: the terminal is told where
+                emit_json(report)
         elif not State.quiet or not output:
             from mongopat.render.console import print_report
 
             print_report(report, State.stdout(), verbose=State.verbose)
         if output and not State.quiet:
-            State.stderr().print(f"report written to {output}")
+            State.stderr().print(f"report written to {output}", markup=False, soft_wrap=True)
         return 0
 
     run(body, source.uri)
@@ -371,11 +372,14 @@ def recommend(
         if html:
             write_text(html, render_html(data, result, show_values))
         if format == "json":
-            emit_json(result)
+            if not output:
+                emit_json(result)
         elif format == "markdown":
             sys.stdout.write(to_markdown(result))
         else:
             print_recommendations(result, State.stdout(), verbose=State.verbose)
+        if output and not State.quiet:
+            State.stderr().print(f"recommendations written to {output}", markup=False, soft_wrap=True)
         return 0
 
     run(body, source.uri)

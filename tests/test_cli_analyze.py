@@ -123,3 +123,37 @@ def test_load_report_errors(tmp_path):
         load_report(bad)
     with pytest.raises(InputError, match="not found"):
         load_report(tmp_path / "missing.json")
+
+
+def test_json_with_output_goes_to_the_file_and_the_terminal_says_where(tmp_path):
+    from tests.conftest import write_export
+
+    write_export(tmp_path / "export", "orders", [{"_id": i, "n": i} for i in range(5)])
+    for command in ("analyze", "recommend"):
+        target = tmp_path / f"{command}.json"
+        result = CliRunner().invoke(app, [command, "--dump", str(tmp_path / "export"), "-f", "json", "-o", str(target)])
+        assert result.exit_code == 0, result.output
+        assert result.stdout == "" and f"written to {target}" in result.stderr
+        assert json.loads(target.read_text())
+
+
+def test_at_80_columns_every_field_is_one_line_and_keeps_its_leaf(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from mongopat.render.console import middle_cut, print_report
+
+    deep = {"observation": {"skyCondition": {"totalCoverage": {"value": "08", "quality": "1"}}}}
+    write_export(tmp_path / "export", "weather", [{"_id": i, **deep, "n": i} for i in range(5)])
+    result = CliRunner().invoke(app, ["analyze", "--dump", str(tmp_path / "export"), "-f", "json"])
+    report = json.loads(result.stdout)
+    out = io.StringIO()
+    print_report(report, Console(file=out, width=80, color_system=None), verbose=False)
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    rows = [line for line in lines if "100%" in line]
+    assert len(rows) == len(report["collections"][0]["fields"])  # no path folded onto a second line
+    assert any(".totalCoverage.quality" in row for row in rows)
+    assert middle_cut("a.b", 10) == "a.b" and len(middle_cut("x" * 50, 20)) == 20
+    assert middle_cut("skyConditionObservation.totalCoverage.value", 26).endswith("….totalCoverage.value")

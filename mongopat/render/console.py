@@ -66,13 +66,32 @@ def _map(keys: dict[str, Any]) -> Text:
     return Text(f"map: {approx}{human_number(keys['keys'])} {form} keys", style="magenta")
 
 
-def _array(array: dict[str, Any] | None) -> str:
+def _array(array: dict[str, Any] | None, narrow: bool = False) -> str:
     if not array:
         return ""
+    if narrow:
+        return f"{array['p50']}/{array['max']}"
     return f"{array['p50']}/{array['p95']}/{array['p99']}/{array['max']}"
 
 
-def collection_view(collection: dict[str, Any], verbose: bool = False) -> Group:
+def middle_cut(path: str, width: int) -> str:
+    """``path`` in at most ``width`` characters: its whole last segments (the leaf says the most) after
+    the start of the path, an ellipsis between them."""
+    if len(path) <= width:
+        return path
+    parts = path.split(".")
+    first = len(parts) - 1
+    while first > 1 and len(".".join(parts[first - 1 :])) + 5 <= width:
+        first -= 1
+    tail = ".".join(parts[first:])
+    room = width - len(tail) - 2
+    if room < 3:  # even the leaf is too long: its start and its end
+        keep = width - 1
+        return path[: keep // 2] + "…" + path[len(path) - (keep - keep // 2) :]
+    return path[:room] + "…." + tail
+
+
+def collection_view(collection: dict[str, Any], verbose: bool = False, width: int = 120) -> Group:
     parts: list[Any] = []
     sampling = collection["sampling"]
     count = collection["count"]
@@ -108,23 +127,44 @@ def collection_view(collection: dict[str, Any], verbose: bool = False) -> Group:
                 )
             )
     fields = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    longest = max((len(f["path"]) + 2 * (f["depth"] - 1) for f in collection["fields"]), default=5)
-    fields.add_column("field", overflow="fold", min_width=min(40, longest))
-    fields.add_column("presence", no_wrap=True)
-    fields.add_column("types", no_wrap=True, overflow="ellipsis")
-    fields.add_column("distinct", justify="right", no_wrap=True, overflow="ellipsis", max_width=28)
+    # A path is never broken over lines: the path column takes what the other columns need and a longer
+    # path loses its middle. In a narrow terminal paths are not indented (the path shows the nesting).
+    narrow = width < 100
+    indent = 0 if narrow else 2
     has_arrays = any(f["array"] for f in collection["fields"])
-    if has_arrays:
-        fields.add_column("array p50/p95/p99/max", justify="right", no_wrap=True)
+    types_width, distinct_width = (12, 10) if narrow else (None, 28)
+    rows = []
     for field in collection["fields"]:
-        row = [
-            Text("  " * (field["depth"] - 1) + field["path"]),
-            bar(field["presence"]),
-            _types(field["types"]),
-            _map(field["map"]) if field.get("map") else _cardinality(field["cardinality"]),
-        ]
+        rows.append(
+            [
+                field,
+                bar(field["presence"]),
+                _types(field["types"]),
+                _map(field["map"]) if field.get("map") else _cardinality(field["cardinality"]),
+                _array(field["array"], narrow) if has_arrays else None,
+            ]
+        )
+    array_header = "array p50/max" if narrow else "array p50/p95/p99/max"
+    others = [
+        max((len(r[1]) for r in rows), default=0),
+        min(types_width or 999, max([len("types"), *(len(r[2]) for r in rows)])),
+        min(distinct_width, max([len("distinct"), *(len(r[3]) for r in rows)])),
+    ]
+    if has_arrays:
+        others.append(max([len(array_header), *(len(r[4]) for r in rows)]))
+    longest = max((len(f["path"]) + indent * (f["depth"] - 1) for f in collection["fields"]), default=5)
+    path_width = min(longest, max(22, width - sum(others) - 2 * len(others)))
+    fields.add_column("field", no_wrap=True, min_width=path_width, max_width=path_width)
+    fields.add_column("presence", no_wrap=True)
+    fields.add_column("types", no_wrap=True, overflow="ellipsis", max_width=types_width)
+    fields.add_column("distinct", justify="right", no_wrap=True, overflow="ellipsis", max_width=distinct_width)
+    if has_arrays:
+        fields.add_column(array_header, justify="right", no_wrap=True)
+    for field, presence, types, distinct, array in rows:
+        margin = " " * indent * (field["depth"] - 1)
+        row = [Text(margin + middle_cut(field["path"], path_width - len(margin))), presence, types, distinct]
         if has_arrays:
-            row.append(_array(field["array"]))
+            row.append(array)
         fields.add_row(*row)
     if collection["fields"]:
         parts.append(fields)
@@ -213,6 +253,6 @@ def print_report(report: dict[str, Any], console: Console, verbose: bool = False
     console.print(summary)
     for collection in report["collections"]:
         console.print()
-        console.print(collection_view(collection, verbose))
+        console.print(collection_view(collection, verbose, console.width))
     for note in report.get("notes", []):
         console.print(Text(f"note: {note}", style="dim"))
