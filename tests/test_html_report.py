@@ -255,3 +255,63 @@ def test_renders_in_headless_chromium_without_console_errors(ecommerce, tmp_path
     colours = {row[i : i + 3] for row in rows[::40] for i in range(0, len(row), 64)}
     dark = sum(1 for row in rows[::20] for i in range(0, len(row), 16) if row[i] < 100)
     assert len(colours) > 5 and dark > 50  # text and charts, not a blank page
+
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "real"
+
+
+@pytest.fixture(scope="module")
+def weather_page(tmp_path_factory):
+    """The weather sample's recommend report, MP101 let through on the fixture's 400 observations."""
+    from mongopat.command import analyze, recommend
+
+    report = analyze(SourceSpec(dump=str(REAL / "sample_weatherdata.archive.gz")))
+    result = recommend(report, str(REAL / "weatherdata.access.yaml"), {"MP101": {"min_documents": 100}})
+    return render_html(report, result)
+
+
+def test_the_weather_report_names_shapes_by_what_sets_them_apart(weather_page):
+    from mongopat.render.html import shape_labels
+
+    shapes = [
+        {"fields": ["_id", "a", "b"], "documents": 5},
+        {"fields": ["_id", "a", "b", "c"], "documents": 50},
+        {"fields": ["_id", "c", "a", "b"], "documents": 2},
+    ]
+    assert shape_labels(shapes) == ["−c", "most common (4 fields)", "the same fields in another order"]
+    assert "most common (" in weather_page and "_id, airTemperature, atmospher" not in weather_page
+
+
+def test_a_bulk_loaded_id_is_captioned_as_a_bulk_load(weather_page):
+    assert "Inserts by _id: bulk load: 100% written in 1 load(s)" in weather_page
+    assert "Inserts by _id: average" not in weather_page
+
+
+def test_documents_examined_are_whole_documents_on_the_declared_workload(weather_page):
+    import re
+
+    [figures] = re.findall(r"documents examined: ([^<]*)</p>", weather_page)
+    today, after = re.match(r"([\d,]+) today, ([\d,]+) after", figures).groups()
+    assert int(today.replace(",", "")) > int(after.replace(",", "")) >= 1
+    assert "at the declared 300 inserts/s" in figures
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed (.ci/run installs it)")
+@pytest.mark.parametrize("width", [1000, 1600])
+def test_before_and_after_blocks_stay_inside_the_page(weather_page, tmp_path, width):
+    probe = (
+        "<script>window.addEventListener('load', () => { const over = [...document.querySelectorAll('details')]"
+        ".map(d => d.open = true) && [...document.querySelectorAll('pre')].filter(p => p.getBoundingClientRect()"
+        ".right > document.documentElement.clientWidth + 1).length; document.body.setAttribute('data-over', over);"
+        "});</script>"
+    )
+    page = tmp_path / "weather.html"
+    page.write_text(weather_page.replace("</body>", probe + "</body>"))
+    run = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1200", "--virtual-time-budget=3000",
+         "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert 'data-over="0"' in run.stdout, run.stdout[-500:] + run.stderr[-1000:]
+    assert weather_page.count("figcaption>today") >= 2

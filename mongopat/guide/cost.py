@@ -3,7 +3,9 @@ write rates from the access file, and the documents a read examines.
 
 The model, stated in each read's ``basis``: an equality (or ``in`` of one value) on a field keeps
 ``1 / distinct`` of the documents; a range on a field the report has a time profile for covers one hour
-(``RANGE_SECONDS``) of its documents; a sorted read with a limit stops at the limit (an index serves the
+(``RANGE_SECONDS``) of its documents: an hour of the inserts the access file declares where it declares
+them (the workload the read will meet, and the one a step's new shape is sized by), else an hour of the
+sample's span; a sorted read with a limit stops at the limit (an index serves the
 sort); a join examines one document per joined document, an aggregate of related documents all of them.
 Steps scale the result for their new shape (a bucket holds many readings).
 """
@@ -85,9 +87,13 @@ class Evidence:
                     basis.append(f"one {name} value (1/{distinct})")
             elif op == "range":
                 time = self.time(collection, name)
-                if time and time.get("span_seconds"):
+                declared = self.per_sec(collection, "inserts")
+                if time and declared and count:
+                    estimate *= declared * RANGE_SECONDS / count  # the hour holds what is inserted in an hour
+                    basis.append(f"one hour of {name} at the declared {declared:,g} inserts/s")
+                elif time and time.get("span_seconds"):
                     estimate *= min(1.0, RANGE_SECONDS / time["span_seconds"])
-                    basis.append(f"one hour of {name}")
+                    basis.append(f"one hour of {name} in the sample's span")
         if limit and sorted_:
             estimate = min(estimate, limit)
             basis.append(f"limit {limit}")
@@ -95,6 +101,7 @@ class Evidence:
 
 
 def rounded(value: float | None) -> float | None:
+    """Whole documents: a read that examines a fraction of one on average examines one when it finds any."""
     if value is None:
         return None
-    return float(math.ceil(value)) if value >= 1 else round(value, 3)
+    return float(math.ceil(value - 1e-9)) if value > 0 else 0.0

@@ -74,6 +74,16 @@ def _array(array: dict[str, Any] | None, narrow: bool = False) -> str:
     return f"{array['p50']}/{array['p95']}/{array['p99']}/{array['max']}"
 
 
+def bulk_load_text(bulk: dict[str, Any]) -> str:
+    """A time field's bulk loads, said as such: their rate is how fast a load ran, not how fast the
+    application inserts."""
+    largest = bulk["largest"]
+    return (
+        f"bulk load: {bulk['share']:.0%} written in {bulk['loads']:,} load(s), the largest "
+        f"{largest['documents']:,} in {largest['seconds']} s at {largest['at']} (not an insert rate)"
+    )
+
+
 def middle_cut(path: str, width: int) -> str:
     """``path`` in at most ``width`` characters: its whole last segments (the leaf says the most) after
     the start of the path, an ellipsis between them."""
@@ -182,12 +192,7 @@ def collection_view(collection: dict[str, Any], verbose: bool = False, width: in
             )
         bulk = profile.get("bulk_load")
         if bulk:
-            largest = bulk["largest"]
-            line.append(
-                f" · bulk load: {bulk['share']:.0%} written in {bulk['loads']:,} load(s), the largest "
-                f"{largest['documents']:,} in {largest['seconds']} s at {largest['at']} (not an insert rate)",
-                style="yellow",
-            )
+            line.append(f" · {bulk_load_text(bulk)}", style="yellow")
         parts.append(line)
     for item in collection.get("patterns_in_place") or []:
         parts.append(

@@ -12,7 +12,7 @@ from mongopat import __version__
 from mongopat.migrate.preview import example_document, preview, to_json_text
 from mongopat.migrate.steps import StepError, build_step
 from mongopat.render import svg
-from mongopat.render.console import human_bytes, human_number, human_rate
+from mongopat.render.console import bulk_load_text, human_bytes, human_number, human_rate
 from mongopat.rules.base import SEVERITY_RANK
 
 SIZE_LABELS = {256: "256B", 1024: "1K", 4096: "4K", 16384: "16K", 65536: "64K", 262144: "256K",
@@ -35,8 +35,8 @@ details{border:1px solid var(--line);border-radius:6px;padding:6px 12px;margin:1
 .types{display:inline-flex;width:140px;height:10px;vertical-align:middle;border-radius:2px;overflow:hidden}
 .types>span{height:100%}.pct{color:var(--muted);font-size:12px;margin-left:4px}
 .charts{display:flex;flex-wrap:wrap;gap:12px 24px;align-items:flex-start}.charts figure{margin:0}
-figcaption{font-size:12px;color:var(--muted)}pre{background:#f6f8fa;border:1px solid var(--line);border-radius:4px;padding:8px;overflow:auto;font-size:12px;max-height:360px}
-.pair{display:grid;grid-template-columns:1fr 1fr;gap:12px}code{font-size:12px}.muted{color:var(--muted)}
+figcaption{font-size:12px;color:var(--muted)}pre{background:#f6f8fa;border:1px solid var(--line);border-radius:4px;padding:8px;overflow:auto;font-size:12px;max-height:360px;white-space:pre-wrap;overflow-wrap:anywhere}
+.pair{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:12px}.pair>figure{margin:0;min-width:0}code{font-size:12px}.muted{color:var(--muted)}
 @media print{body{padding:0;max-width:none}details{break-inside:avoid;border:none;padding:0}pre{max-height:none}}
 """
 TYPE_COLOURS = ["#2f6fb0", "#e0a030", "#4caf7a", "#b05fc0", "#d35f5f", "#5fb0c0", "#8a94a3"]
@@ -108,6 +108,23 @@ def _timeline_chart(profile: dict[str, Any]) -> str:
     return svg.timeline(points, f"Inserts over time by {profile['field']}")
 
 
+def shape_labels(shapes: list[dict[str, Any]]) -> list[str]:
+    """Each shape by what tells it from the most common one: the fields it adds (+) and lacks (−)."""
+    common = max(shapes, key=lambda shape: shape["documents"])
+    base = set(common["fields"])
+    labels = []
+    for shape in shapes:
+        if shape is common:
+            labels.append(f"most common ({len(base)} fields)")
+            continue
+        own = set(shape["fields"])
+        changes = [f"+{f}" for f in shape["fields"] if f not in base] + [
+            f"−{f}" for f in common["fields"] if f not in own
+        ]
+        labels.append(" ".join(changes) or "the same fields in another order")
+    return labels
+
+
 def _drift_chart(drift: dict[str, Any]) -> str:
     shapes = drift.get("shapes", [])
     if len(shapes) < 2 or drift.get("clock") != "_id":
@@ -116,8 +133,10 @@ def _drift_chart(drift: dict[str, Any]) -> str:
     def epoch(text: str) -> float:
         return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
-    rows = [(", ".join(s["fields"][:4]) + ("…" if len(s["fields"]) > 4 else ""), epoch(s["first"]), epoch(s["last"]), s["documents"])
-            for s in shapes[:12]]  # fmt: skip
+    rows = [
+        (label, epoch(s["first"]), epoch(s["last"]), s["documents"])
+        for label, s in zip(shape_labels(shapes[:12]), shapes[:12], strict=True)
+    ]
     return svg.spans(rows, min(r[1] for r in rows), max(r[2] for r in rows), "Document shapes over insertion time")
 
 
@@ -144,8 +163,13 @@ def _collection_section(
         chart = _timeline_chart(profile)
         if chart:
             rate = profile.get("avg_per_sec")
-            charts.append(f"<figure>{chart}<figcaption>Inserts by {escape(profile['field'])}: average {human_rate(rate) if rate else '-'}, "
-                          f"peak {human_number(profile.get('peak_per_hour'))}/h</figcaption></figure>")  # fmt: skip
+            if profile.get("bulk_load"):  # a load's speed is not the application's insert rate
+                said = bulk_load_text(profile["bulk_load"])
+            else:
+                said = (
+                    f"average {human_rate(rate) if rate else '-'}, peak {human_number(profile.get('peak_per_hour'))}/h"
+                )
+            charts.append(f"<figure>{chart}<figcaption>Inserts by {escape(profile['field'])}: {escape(said)}</figcaption></figure>")  # fmt: skip
     drift = _drift_chart(collection.get("drift", {}))
     if drift:
         charts.append(f"<figure>{drift}<figcaption>Shapes (sets of top-level fields) over time</figcaption></figure>")

@@ -98,7 +98,8 @@ def spans(rows: list[tuple[str, float, float, int]], start: float, end: float, l
         y = 10 + index * 16
         x1 = 160 + (first - start) * scale
         x2 = max(x1 + 2, 160 + (last - start) * scale)
-        parts.append(f'<text x="0" y="{y + 4}" font-size="9">{escape(name[:30])}</text>')
+        shown = name if len(name) <= 28 else name[:27] + "…"
+        parts.append(f'<text x="0" y="{y + 4}" font-size="9">{escape(shown)}</text>')
         parts.append(
             f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{y}" y2="{y}" stroke="{ACCENT}" stroke-width="6">'
             f"<title>{escape(name)}: {documents:,} documents</title></line>"

@@ -459,13 +459,15 @@ def reading(item: Document, bucket: Document, step: Step, original: Document | N
 
 
 def readings_per_bucket(step: Step, evidence: Evidence) -> float | None:
-    """Readings a bucket holds on average: the window times one series' rate, at most the bucket's size."""
+    """Readings a bucket holds on average: the window times one series' rate (the declared inserts where
+    the access file declares them, as the cost of today's read takes them), at most the bucket's size."""
     p = step.params
     time = evidence.time(step.collection, p["time_field"])
     series = evidence.distinct(step.collection, p["series_key"])
-    if not time or not series or not time.get("avg_per_sec"):
+    rate = evidence.per_sec(step.collection, "inserts") or (time or {}).get("avg_per_sec")
+    if not time or not series or not rate:
         return None
-    return max(1.0, min(float(p["max_bucket_size"]), time["avg_per_sec"] / series * p["window_seconds"]))
+    return max(1.0, min(float(p["max_bucket_size"]), rate / series * p["window_seconds"]))
 
 
 def _window_condition(cond: Any) -> dict[str, Any]:
