@@ -1,12 +1,19 @@
-"""Throughput and peak memory of ``mongopat analyze --dump`` against mongodb-schema, in the same run.
+"""Throughput and peak memory of ``mongopat analyze --dump`` against mongodb-schema, in the same run, on
+three shapes of data.
 
-Generates 100,000 e-commerce orders (mongoexport relaxed Extended JSON) once, then runs both tools on the
-same file, alternating, ``--rounds`` times each, end to end (process start, parsing and analysis); each
-round runs each tool twice, once timed and once with its memory sampled. Prints documents per second,
-peak memory and the ratios. mongodb-schema is installed with npm into
+Each corpus is generated once (mongoexport relaxed Extended JSON, in ``bench/.work/``), then both tools
+run on the same file, alternating, ``--rounds`` times each, end to end (process start, parsing and
+analysis); each round runs each tool twice, once timed and once with its memory sampled. Prints, per
+corpus, documents per second, peak memory and the ratios. mongodb-schema is installed with npm into
 ``bench/node_modules`` on first use.
 
-    python3 bench/analyze_vs_mongodb_schema.py [--documents 100000] [--rounds 3]
+- ``orders``: e-commerce orders that all carry the same keys in the same order;
+- ``optional``: orders with optional fields (a coupon in 10%, notes in 5%, a tags array of 0-4
+  strings, a 4-field address whose fields are each sometimes missing);
+- ``weather``: MongoDB's weather sample (``../shared/real-data/sample_weatherdata.archive.gz``, 1.7 KiB
+  documents, optional nested sections, 124 paths), repeated to size with new ``_id``s.
+
+    python3 bench/analyze_vs_mongodb_schema.py [--documents 100000] [--rounds 3] [--corpus weather ...]
 """
 
 from __future__ import annotations
@@ -56,6 +63,72 @@ def generate_orders(path: Path, documents: int) -> None:
                 "notes": None if i % 3 else "leave at door",
             }
             handle.write(json_util.dumps(order) + "\n")
+
+
+def generate_optional_orders(path: Path, documents: int) -> None:
+    """Orders as applications write them: optional fields, arrays of varying length, sub-documents whose
+    keys come and go, so consecutive documents rarely share a key set."""
+    rng = random.Random(2)
+    start = 1_700_000_000
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(documents):
+            created = start + i * 3
+            items = [
+                {"sku": f"S{rng.randint(0, 5000):05d}", "price": round(rng.random() * 100, 2), "qty": rng.randint(1, 5)}
+                for _ in range(rng.randint(1, 8))
+            ]
+            address = {
+                key: value
+                for key, value in (
+                    ("street", f"{rng.randint(1, 200)} Main St"),
+                    ("city", rng.choice(["Lyon", "Porto", "Graz", "Oslo"])),
+                    ("zip", f"{rng.randint(0, 99999):05d}"),
+                    ("country", rng.choice(["FR", "PT", "AT", "NO"])),
+                )
+                if rng.random() < 0.9
+            }
+            order: dict = {
+                "_id": ObjectId(created.to_bytes(4, "big") + i.to_bytes(8, "big")),
+                "customerId": ObjectId(rng.getrandbits(96).to_bytes(12, "big")),
+                "createdAt": {"$date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))},
+                "status": rng.choice(["new", "paid", "shipped", "delivered"]),
+                "items": items,
+                "address": address,
+            }
+            if rng.random() < 0.10:
+                order["coupon"] = {"code": f"C{rng.randint(0, 99):02d}", "percent": rng.choice([5, 10, 15])}
+            if rng.random() < 0.05:
+                order["notes"] = "leave at door"
+            order["tags"] = [
+                rng.choice(["gift", "express", "fragile", "bulk", "b2b"]) for _ in range(rng.randint(0, 4))
+            ]
+            order["total"] = round(sum(item["price"] * item["qty"] for item in items), 2)
+            handle.write(json_util.dumps(order) + "\n")
+
+
+WEATHER_ARCHIVE = BENCH.parent.parent / "shared" / "real-data" / "sample_weatherdata.archive.gz"
+
+
+def generate_weather(path: Path, documents: int) -> None:
+    """The weather sample's observations, repeated to ``documents`` with a new ``_id`` each time."""
+    import bson
+
+    sys.path.insert(0, str(BENCH.parent))
+    from mongopat.sources.archive import archive_records
+
+    if not WEATHER_ARCHIVE.exists():
+        sys.exit(f"the weather corpus needs {WEATHER_ARCHIVE}")
+    observations = [bson.decode(raw) for _size, raw in archive_records(WEATHER_ARCHIVE, "sample_weatherdata", "data")]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(documents):
+            document = dict(observations[i % len(observations)])
+            document["_id"] = ObjectId((1_400_000_000 + i).to_bytes(4, "big") + i.to_bytes(8, "big"))
+            handle.write(json_util.dumps(document) + "\n")
+
+
+CORPORA = {"orders": generate_orders, "optional": generate_optional_orders, "weather": generate_weather}
 
 
 def _tree_pss_kib(root: int) -> int:
@@ -125,14 +198,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="repeatable; default: all three")
     args = parser.parse_args()
-    folder = WORK / f"orders_{args.documents}"
-    export = folder / "orders.json"
-    if not export.exists():
-        print(f"generating {args.documents:,} orders in {export} ...")
-        generate_orders(export, args.documents)
     ensure_mongodb_schema()
     ensure_bytecode()
+    summary = []
+    for corpus in args.corpus or list(CORPORA):
+        summary.append((corpus, run_corpus(corpus, args.documents, args.rounds)))
+    print("\nsummary (medians; targets: 5x at the default workers, 3x with -w1, memory under 0.5x)")
+    for corpus, ratios in summary:
+        print(
+            f"  {corpus:9s} "
+            + "  ".join(f"{name}: {speed:.2f}x, memory {memory:.2f}x" for name, speed, memory in ratios)
+        )
+    print(
+        f"  ({os.cpu_count()} CPUs; 'mongopat' runs its default workers, 'mongopat -w1' one process;"
+        " memory is the PSS of the whole process tree)"
+    )
+
+
+def run_corpus(corpus: str, documents: int, rounds: int) -> list[tuple[str, float, float]]:
+    folder = WORK / f"{corpus}_{documents}"
+    export = folder / f"{corpus}.json"
+    if not export.exists():
+        print(f"generating {documents:,} documents of the {corpus} corpus in {export} ...")
+        CORPORA[corpus](export, documents)
     analyze = [sys.executable, "-m", "mongopat", "-q", "analyze", "--dump", str(folder), "--format", "json"]
     commands = {
         "mongopat": analyze,
@@ -140,12 +230,12 @@ def main() -> None:
         "mongodb-schema": ["node", str(BENCH / "mongodb_schema_run.js"), str(export)],
     }
     results: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-    for round_number in range(args.rounds):
+    for round_number in range(rounds):
         for name, command in commands.items():
             results[name].append(run_measured(command))
-        print(f"round {round_number + 1}: " + ", ".join(f"{n} {r[-1][0]:.2f} s" for n, r in results.items()))
+        print(f"{corpus} round {round_number + 1}: " + ", ".join(f"{n} {r[-1][0]:.2f} s" for n, r in results.items()))
     size_mib = export.stat().st_size / 2**20
-    print(f"\n{args.documents:,} documents, {size_mib:.1f} MiB of mongoexport JSON; {args.rounds} rounds")
+    print(f"\n{corpus}: {documents:,} documents, {size_mib:.1f} MiB of mongoexport JSON; {rounds} rounds")
     best = {name: min(runs) for name, runs in results.items()}
     median = {name: sorted(t for t, _m in runs)[len(runs) // 2] for name, runs in results.items()}
     peak = {name: max(mem for _t, mem in runs) for name, runs in results.items()}
@@ -153,21 +243,20 @@ def main() -> None:
         seconds = best[name][0]
         print(
             f"  {name:15s} best {seconds:6.2f} s, median {median[name]:6.2f} s"
-            f"  {args.documents / seconds:10,.0f} docs/s  peak {peak[name]:6.1f} MiB"
+            f"  {documents / seconds:10,.0f} docs/s  peak {peak[name]:6.1f} MiB"
         )
-    # The targets of the speed work: 5x at the default workers, 3x on one core, under half the memory.
+    ratios = []
     for name, target in (("mongopat", 5), ("mongopat -w1", 3)):
         speedup = median["mongodb-schema"] / median[name]
         fastest = best["mongodb-schema"][0] / best[name][0]
         memory = peak[name] / peak["mongodb-schema"]
+        ratios.append((name, speedup, memory))
         print(
             f"  {name}: {speedup:.2f}x the speed of mongodb-schema, medians (target >= {target}x;"
             f" {fastest:.2f}x best against best), {memory:.2f}x its peak memory (target < 0.5x)"
         )
-    print(
-        f"  ({os.cpu_count()} CPUs; 'mongopat' runs its default workers, 'mongopat -w1' one process;"
-        " memory is the PSS of the whole process tree)"
-    )
+    print()
+    return ratios
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ equal to them, timestamps aside. They cover the sample scenarios and a generated
 mixed types, sparse fields, maps and values past the distinct limit (integers: their hash, which the
 distinct sampling uses, does not change between processes, unlike a string's); ``corpus_mixed`` is the same
 corpus with every other line in canonical Extended JSON, read by two processes (its report was written by
-the code before documents were walked in batches).
+the code before documents were walked in batches); ``optional_orders`` (keys that come and go) and
+``weather`` (MongoDB's weather observations) were written before documents of different keys were walked
+together.
 
 Past the distinct limit a field's distinct count is an estimate from a sample of hashes, and Python
 hashes strings, bytes and dates differently in every process: those estimates are compared within 30%
@@ -100,11 +102,65 @@ def estimates(report: dict[str, Any]) -> dict[str, int]:
     return found
 
 
+def optional_orders(documents: int = 4000) -> list[dict[str, Any]]:
+    """Orders as applications write them: a coupon in a tenth, notes in a twentieth, 0-4 tags, an address
+    whose fields are each sometimes missing, so that consecutive orders rarely share their keys."""
+    rng = random.Random(8)
+    start = datetime.datetime(2025, 3, 1)
+    out = []
+    for i in range(documents):
+        when = start + datetime.timedelta(seconds=i * 11)
+        order: dict[str, Any] = {
+            "_id": ObjectId.from_datetime(when),
+            "status": rng.choice(["new", "paid", "shipped"]),
+            "items": [{"sku": f"S{rng.randint(0, 300)}", "qty": rng.randint(1, 4)} for _ in range(rng.randint(1, 5))],
+            "address": {
+                k: v for k, v in (("city", rng.choice(["Lyon", "Graz"])), ("zip", f"{rng.randint(0, 999):03d}"),
+                                  ("country", "FR"), ("street", f"{i} Main St")) if rng.random() < 0.85
+            },
+        }  # fmt: skip
+        if rng.random() < 0.1:
+            order["coupon"] = {"code": f"C{rng.randint(0, 9)}", "percent": rng.choice([5, 10])}
+        if rng.random() < 0.05:
+            order["notes"] = "leave at door"
+        order["tags"] = [rng.choice(["gift", "express", "b2b"]) for _ in range(rng.randint(0, 4))]
+        order["total"] = round(rng.random() * 300, 2)
+        out.append(order)
+    return out
+
+
+WEATHER = Path(__file__).parent / "fixtures" / "real" / "sample_weatherdata.archive.gz"
+
+
+def weather(copies: int = 3) -> list[dict[str, Any]]:
+    """MongoDB's weather observations (wide, optional nested sections), the fixture's 400 three times over."""
+    import bson
+
+    from mongopat.sources.archive import archive_records
+
+    observations = [bson.decode(raw) for _size, raw in archive_records(WEATHER, "sample_weatherdata", "data")]
+    out = []
+    for i in range(copies * len(observations)):
+        document = dict(observations[i % len(observations)])
+        document["_id"] = ObjectId((1_400_000_000 + i).to_bytes(4, "big") + i.to_bytes(8, "big"))
+        out.append(document)
+    return out
+
+
+GENERATED = {"corpus": corpus, "optional_orders": optional_orders, "weather": weather}
+
+
 def cases() -> list[str]:
-    return [*sorted(SCENARIOS), "corpus", "corpus_mixed"]
+    return [*sorted(SCENARIOS), "corpus", "corpus_mixed", "optional_orders", "weather"]
 
 
 def write_case(name: str, folder: Path) -> Path:
+    if name in ("optional_orders", "weather"):
+        data = folder / name
+        data.mkdir(parents=True)
+        with (data / f"{name}.json").open("w", encoding="utf-8") as handle:
+            handle.writelines(json_util.dumps(document) + "\n" for document in GENERATED[name]())
+        return data
     if name.startswith("corpus"):
         data = folder / "corpus"
         data.mkdir(parents=True)
