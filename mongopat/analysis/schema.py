@@ -14,10 +14,10 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from itertools import chain, groupby, repeat
-from operator import is_, setitem
+from operator import add, is_, itemgetter, setitem
 from typing import Any
 
-from mongopat.analysis.bsonsize import Sizes, array_sizes, document_sizes, encoded_size, scalar_sizes
+from mongopat.analysis.bsonsize import Sizes, array_sizes, document_sizes, encoded_size, layout_size, scalar_sizes
 from mongopat.analysis.sketches import DistinctCounter, Distribution
 from mongopat.bsontypes import INT32_MAX, INT32_MIN, type_name
 from mongopat.sources.extjson import decode_wrapper, decode_wrappers
@@ -275,6 +275,10 @@ class DocumentShape:
         if self.keys is not None:
             self.keys.flush()
 
+    def paths(self) -> int:
+        """Slots at and below this shape: the columns a walk of its documents fills."""
+        return sum(1 for _ in iter_slots(self))
+
     def merge(self, other: DocumentShape) -> None:
         if other.keys is not None or self.keys is not None:
             # One part of the stream saw enough keys to call this a map: then it is one in both.
@@ -381,47 +385,99 @@ def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]], measure: bo
     With ``measure``, returns their BSON sizes (None when one cannot be told: see
     :mod:`mongopat.analysis.bsonsize`; always None without ``measure``, for documents whose size is known).
 
-    Consecutive documents with the same keys in the same order (one *layout*) are walked column by column:
-    each field's values across the run go to its slot at once, so the work per value is done by C loops
-    (``zip``, ``set(map(type, ...))``, ``list.extend``) instead of a Python loop per value. A document with
-    keys the shape has not seen yet, an empty one, and the documents of a map are walked one by one, so
-    slots are created, and maps recognised, exactly when the one-by-one walk would.
+    Documents whose keys the shape knows are walked column by column: each field's values across them go
+    to its slot at once, in document order, so the work per value is done by C loops (``zip``,
+    ``set(map(type, ...))``, ``list.extend``) instead of a Python loop per value. They need not share their
+    keys: exports made by applications rarely do (optional fields), while their sub-documents often do. A
+    document with keys the shape has not seen yet, an empty one, and the documents of a map are walked one
+    by one, after the columns of the documents before them, so slots are created, and maps recognised,
+    exactly when the one-by-one walk would.
     """
     fields = shape.fields
     layouts = shape.layouts
     sizes: list[int] | None = [] if measure else None
+    known: list[dict[str, Any]] = []  # documents of known keys, walked together before the next one-by-one
+
+    def walk_known() -> None:
+        nonlocal sizes
+        if known:
+            sizes = _extended(sizes, _walk_columns(shape, known, measure))
+            known.clear()
+
     for layout, group in groupby(docs, tuple):
         run = list(group)
         while run:
             if shape.keys is not None or not layout:
+                walk_known()
                 for doc in run:
                     walk_document(shape, doc)
                 sizes = _measured(sizes, run)
                 break
             if layout not in layouts:
                 if not all(key in fields for key in layout):
+                    walk_known()
                     walk_document(shape, run[0])  # creates the new keys' slots
                     sizes = _measured(sizes, run[:1])
                     del run[0]
                     continue
                 if len(layouts) < LAYOUTS_KEPT:
                     layouts.add(layout)
-            shape.count += len(run)
-            columns: list[Sizes] = []
-            for key, values in zip(layout, zip(*map(dict.values, run), strict=True), strict=True):
-                column = list(values)
-                changed, column_sizes = walk_values(fields[key], column, measure)
-                if changed:  # decoded wrappers go back into the documents (any() runs the C loop to its end)
-                    any(map(setitem, run, repeat(key), column))
-                columns.append(column_sizes)
-            if sizes is not None:
-                run_sizes = document_sizes(layout, columns)
-                if run_sizes is None:
-                    sizes = None
-                else:
-                    sizes += [run_sizes] * len(run) if type(run_sizes) is int else run_sizes  # type: ignore[list-item]
+            known.extend(run)
             break
+    walk_known()
     return sizes
+
+
+def _extended(sizes: list[int] | None, more: Sizes) -> list[int] | None:
+    if sizes is None or more is None:
+        return None
+    if type(more) is int:  # unreachable: _walk_columns gives one size per document
+        raise TypeError("one size per document expected")
+    sizes += more  # type: ignore[operator]
+    return sizes
+
+
+def _walk_columns(shape: DocumentShape, docs: list[dict[str, Any]], measure: bool) -> Sizes:
+    """Walk documents whose keys ``shape`` knows, a field at a time; their sizes (one per document)."""
+    fields = shape.fields
+    shape.count += len(docs)
+    layouts = dict.fromkeys(map(tuple, docs))
+    if len(layouts) == 1:  # one layout: columns straight from the documents' values
+        [layout] = layouts
+        columns: list[Sizes] = []
+        for key, values in zip(layout, zip(*map(dict.values, docs), strict=True), strict=True):
+            column = list(values)
+            changed, column_sizes = walk_values(fields[key], column, measure)
+            if changed:  # decoded wrappers go back into the documents (any() runs the C loop to its end)
+                any(map(setitem, docs, repeat(key), column))
+            columns.append(column_sizes)
+        if not measure:
+            return None
+        run_sizes = document_sizes(layout, columns)
+        return [run_sizes] * len(docs) if type(run_sizes) is int else run_sizes
+    totals: list[int] | None = None
+    if measure:
+        overheads = {layout: layout_size(layout) for layout in layouts}
+        if None not in overheads.values():
+            totals = list(map(overheads.__getitem__, map(tuple, docs)))  # type: ignore[arg-type]
+    for key in dict.fromkeys(chain.from_iterable(layouts)):
+        holders = [doc for doc in docs if key in doc]
+        column = list(map(itemgetter(key), holders))
+        changed, column_sizes = walk_values(fields[key], column, measure and totals is not None)
+        if changed:
+            any(map(setitem, holders, repeat(key), column))
+        if totals is None:
+            continue
+        if column_sizes is None:
+            totals = None
+        elif len(holders) == len(docs):
+            totals = list(map(add, totals, repeat(column_sizes) if type(column_sizes) is int else column_sizes))
+        else:
+            positions = [index for index, doc in enumerate(docs) if key in doc]
+            each = [column_sizes] * len(positions) if type(column_sizes) is int else column_sizes
+            for index, size in zip(positions, each, strict=True):  # type: ignore[arg-type]
+                totals[index] += size
+    return totals
 
 
 def _measured(sizes: list[int] | None, docs: list[dict[str, Any]]) -> list[int] | None:
