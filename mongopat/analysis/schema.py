@@ -396,7 +396,8 @@ def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]], measure: bo
     fields = shape.fields
     layouts = shape.layouts
     sizes: list[int] | None = [] if measure else None
-    known: list[dict[str, Any]] = []  # documents of known keys, walked together before the next one-by-one
+    # Runs of documents of known keys (one layout each), walked together before the next one-by-one.
+    known: list[tuple[tuple[str, ...], list[dict[str, Any]]]] = []
 
     def walk_known() -> None:
         nonlocal sizes
@@ -422,7 +423,7 @@ def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]], measure: bo
                     continue
                 if len(layouts) < LAYOUTS_KEPT:
                     layouts.add(layout)
-            known.extend(run)
+            known.append((layout, run))
             break
     walk_known()
     return sizes
@@ -437,13 +438,15 @@ def _extended(sizes: list[int] | None, more: Sizes) -> list[int] | None:
     return sizes
 
 
-def _walk_columns(shape: DocumentShape, docs: list[dict[str, Any]], measure: bool) -> Sizes:
-    """Walk documents whose keys ``shape`` knows, a field at a time; their sizes (one per document)."""
+def _walk_columns(
+    shape: DocumentShape, runs: list[tuple[tuple[str, ...], list[dict[str, Any]]]], measure: bool
+) -> Sizes:
+    """Walk runs of documents whose keys ``shape`` knows (each run one layout), a field at a time; their
+    sizes, one per document."""
     fields = shape.fields
-    shape.count += len(docs)
-    layouts = dict.fromkeys(map(tuple, docs))
-    if len(layouts) == 1:  # one layout: columns straight from the documents' values
-        [layout] = layouts
+    if len(runs) == 1:  # one layout: columns straight from the documents' values
+        layout, docs = runs[0]
+        shape.count += len(docs)
         columns: list[Sizes] = []
         for key, values in zip(layout, zip(*map(dict.values, docs), strict=True), strict=True):
             column = list(values)
@@ -455,11 +458,16 @@ def _walk_columns(shape: DocumentShape, docs: list[dict[str, Any]], measure: boo
             return None
         run_sizes = document_sizes(layout, columns)
         return [run_sizes] * len(docs) if type(run_sizes) is int else run_sizes
+    docs = list(chain.from_iterable(run for _layout, run in runs))
+    shape.count += len(docs)
+    layouts = dict.fromkeys(layout for layout, _run in runs)
     totals: list[int] | None = None
     if measure:
         overheads = {layout: layout_size(layout) for layout in layouts}
         if None not in overheads.values():
-            totals = list(map(overheads.__getitem__, map(tuple, docs)))  # type: ignore[arg-type]
+            totals = []
+            for layout, run in runs:
+                totals += [overheads[layout]] * len(run)  # type: ignore[list-item]
     for key in dict.fromkeys(chain.from_iterable(layouts)):
         holders = [doc for doc in docs if key in doc]
         column = list(map(itemgetter(key), holders))
