@@ -40,6 +40,14 @@ FIXED: dict[type, int] = {
 }
 _SIZED = frozenset({*FIXED, str, int, Int64})
 _OPTIONAL_STRING = {str, type(None)}
+_FIXED_OR_INT32 = {**FIXED, int: 4}
+_FIXED_OR_INT = frozenset(_FIXED_OR_INT32)
+
+
+def _int32s(values: list[Any]) -> bool:
+    """Whether the Python ints among ``values`` all fit in 32 bits (4 bytes each in BSON)."""
+    ints = [value for value in values if type(value) is int]
+    return min(ints) >= INT32_MIN and max(ints) <= INT32_MAX
 
 
 def scalar_sizes(values: list[Any], kinds: set[type]) -> Sizes:
@@ -58,6 +66,8 @@ def scalar_sizes(values: list[Any], kinds: set[type]) -> Sizes:
         return None
     if kinds == _OPTIONAL_STRING and all(map(str.isascii, filter(None, values))):  # common enough
         return [0 if value is None else len(value) + 5 for value in values]
+    if kinds <= _FIXED_OR_INT and (int not in kinds or _int32s(values)):  # numbers of mixed types, mostly
+        return list(map(_FIXED_OR_INT32.__getitem__, map(type, values)))
     if kinds <= _SIZED:
         sizes = [_scalar_size(value) for value in values]
         return None if None in sizes else sizes  # type: ignore[return-value]
