@@ -33,6 +33,18 @@ BENCH = Path(__file__).resolve().parent
 WORK = BENCH / ".work"
 
 
+def _items(rng: random.Random, named: bool) -> list[dict]:
+    """An order's 1-8 line items (with a product name, or without)."""
+    items = []
+    for _ in range(rng.randint(1, 8)):
+        item: dict = {"sku": f"S{rng.randint(0, 5000):05d}"}
+        if named:
+            item["name"] = f"Item {rng.randint(0, 999)}"
+        item.update(price=round(rng.random() * 100, 2), qty=rng.randint(1, 5))
+        items.append(item)
+    return items
+
+
 def generate_orders(path: Path, documents: int) -> None:
     rng = random.Random(1)
     start = 1_700_000_000
@@ -40,15 +52,7 @@ def generate_orders(path: Path, documents: int) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for i in range(documents):
             created = start + i * 3
-            items = [
-                {
-                    "sku": f"S{rng.randint(0, 5000):05d}",
-                    "name": f"Item {rng.randint(0, 999)}",
-                    "price": round(rng.random() * 100, 2),
-                    "qty": rng.randint(1, 5),
-                }
-                for _ in range(rng.randint(1, 8))
-            ]
+            items = _items(rng, named=True)
             order = {
                 "_id": ObjectId(created.to_bytes(4, "big") + i.to_bytes(8, "big")),
                 "customerId": ObjectId(rng.getrandbits(96).to_bytes(12, "big")),
@@ -74,10 +78,7 @@ def generate_optional_orders(path: Path, documents: int) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for i in range(documents):
             created = start + i * 3
-            items = [
-                {"sku": f"S{rng.randint(0, 5000):05d}", "price": round(rng.random() * 100, 2), "qty": rng.randint(1, 5)}
-                for _ in range(rng.randint(1, 8))
-            ]
+            items = _items(rng, named=False)
             address = {
                 key: value
                 for key, value in (

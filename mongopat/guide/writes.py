@@ -79,6 +79,27 @@ def run(db: Any, commands: list[dict[str, Any]]) -> int:
     return written
 
 
+def same_insert(collection: str, into: str, description: str, per_sec: float) -> WritePlan:
+    """An insert whose document does not change: into ``collection`` today, into ``into`` after (the same
+    collection, or its new name)."""
+
+    def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        document = sample.fresh()
+        return {"document": document}, {"document": document}
+
+    return WritePlan(
+        collection,
+        "insert",
+        description,
+        [insert_one(collection)],
+        [insert_one(into)],
+        {"document": "the document"},
+        per_sec,
+        {"before": 1, "after": 1},
+        binder,
+    )
+
+
 def insert_write(step: Any, new_shape: str, per_sec: float | None, side_documents: float | None = 1.0) -> WritePlan:
     """An insert into the step's collection: after the migration the document is inserted in the new shape,
     with the documents the step keeps in other collections (a history revision, the full list, overflow):

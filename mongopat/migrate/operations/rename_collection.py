@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.operations.base import STR, CollectionOperation, Param, Step, StepType
@@ -42,29 +42,14 @@ class Operation(CollectionOperation):
                         spec[key]["from"] = step.params["to"]
 
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        from mongopat.guide.writes import WritePlan, insert_one
+        from mongopat.guide.writes import same_insert
 
         per_sec = evidence.per_sec(step.collection, "inserts")
         if not per_sec:
             return []
-
-        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-            document = sample.fresh()
-            return {"document": document}, {"document": document}
-
         new = step.params["to"]
         return [
-            WritePlan(
-                step.collection,
-                "insert",
-                f"insert a document into {step.collection}, named {new} after",
-                [insert_one(step.collection)],
-                [insert_one(new)],
-                {"document": "the document"},
-                per_sec,
-                {"before": 1, "after": 1},
-                binder,
-            )
+            same_insert(step.collection, new, f"insert a document into {step.collection}, named {new} after", per_sec)
         ]
 
     def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan | None:

@@ -119,29 +119,13 @@ class Operation(CollectionOperation):
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
         """The application's inserts, unchanged: proving them after the migration shows the validator
         accepts what the application writes."""
-        from mongopat.guide.writes import WritePlan, insert_one
+        from mongopat.guide.writes import same_insert
 
         per_sec = evidence.per_sec(step.collection, "inserts")
         if not per_sec:
             return []
-
-        def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-            document = sample.fresh()
-            return {"document": document}, {"document": document}
-
-        return [
-            WritePlan(
-                step.collection,
-                "insert",
-                f"insert a document into {step.collection}; the validator must accept it",
-                [insert_one(step.collection)],
-                [insert_one(step.collection)],
-                {"document": "the document"},
-                per_sec,
-                {"before": 1, "after": 1},
-                binder,
-            )
-        ]
+        description = f"insert a document into {step.collection}; the validator must accept it"
+        return [same_insert(step.collection, step.collection, description, per_sec)]
 
     def deploy(self, step: Step) -> dict[str, list[str]]:
         level, action = step.params["validation_level"], step.params["validation_action"]
