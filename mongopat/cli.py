@@ -734,11 +734,20 @@ def migrate_plan(
 
 
 def _transformed_sample(target: Any) -> Any:
-    """A sample of a collection as a step would leave it, from the target (read only)."""
+    """A sample of a collection as a step would leave it, from the target (read only). Taken once per step:
+    the files written after confirmation hold what the first pass showed."""
     from mongopat.migrate.runtime import Runner
 
     runner = Runner(target.db, [])
-    return lambda step: runner.transformed_sample(step, PLAN_SAMPLE)
+    taken: dict[str, list[dict[str, Any]]] = {}
+
+    def sample(step: Any) -> list[dict[str, Any]]:
+        key = json.dumps(step.to_dict(), sort_keys=True, default=str)
+        if key not in taken:
+            taken[key] = runner.transformed_sample(step, PLAN_SAMPLE)
+        return taken[key]
+
+    return sample
 
 
 def guide_hint(recommendations_path: str, folder: str) -> str:

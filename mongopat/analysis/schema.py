@@ -429,18 +429,16 @@ def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]], measure: bo
     return sizes
 
 
-def _extended(sizes: list[int] | None, more: Sizes) -> list[int] | None:
+def _extended(sizes: list[int] | None, more: list[int] | None) -> list[int] | None:
     if sizes is None or more is None:
         return None
-    if type(more) is int:  # unreachable: _walk_columns gives one size per document
-        raise TypeError("one size per document expected")
-    sizes += more  # type: ignore[operator]
+    sizes += more
     return sizes
 
 
 def _walk_columns(
     shape: DocumentShape, runs: list[tuple[tuple[str, ...], list[dict[str, Any]]]], measure: bool
-) -> Sizes:
+) -> list[int] | None:
     """Walk runs of documents whose keys ``shape`` knows (each run one layout), a field at a time; their
     sizes, one per document."""
     fields = shape.fields
@@ -457,7 +455,7 @@ def _walk_columns(
         if not measure:
             return None
         run_sizes = document_sizes(layout, columns)
-        return [run_sizes] * len(docs) if type(run_sizes) is int else run_sizes
+        return [run_sizes] * len(docs) if type(run_sizes) is int else run_sizes  # type: ignore[return-value]
     docs = list(chain.from_iterable(run for _layout, run in runs))
     shape.count += len(docs)
     layouts = dict.fromkeys(layout for layout, _run in runs)
