@@ -64,6 +64,13 @@ class AnalyzeOptions:
     # ... or sooner, once the documents queued hold this many bytes (their records' in an export file): a
     # mebibyte of JSON is several of Python objects, so large documents are walked one or two at a time.
     flush_bytes: int = 2**20
+    # Values walked are folded into the summaries (distinct counts, types, distributions) once this many
+    # documents have been walked, or flush_bytes of them: a fold has a cost per path as well as per value,
+    # which batches of a walk's size paid too often. The summaries do not depend on where the folds fall.
+    # Against a fold after every walk, with one worker, medians of 3 alternating runs: 9% less time on the
+    # optional orders, 7% on the orders, 2% on the weather sample (whose 1.7 KiB documents reach
+    # flush_bytes first).
+    summarize_every: int = 1024
     # Keep the first document read, as relaxed Extended JSON, in the report (``--show-values``): it holds
     # real values, so it is off by default.
     keep_example: bool = False
@@ -95,6 +102,8 @@ class CollectionAnalysis:
         self._batch = options.flush_every  # documents a walk takes (see AnalyzeOptions.flush_per_path)
         self._largest = 0  # the largest BSON size seen: the estimate for documents of unknown size
         self._id_epochs: list[int] = []
+        self._unsummarized = 0
+        self._unsummarized_bytes = 0
         self.id_profile = TimeProfile("_id", "objectId")
         self.shapes = ShapeTracker()
         self.natural_order = natural_order
@@ -134,15 +143,28 @@ class CollectionAnalysis:
 
     def _flush_when_full(self) -> None:
         if len(self._pending) >= self._batch or self._pending_bytes >= self.options.flush_bytes:
-            self.flush()
+            self._unsummarized += len(self._pending)
+            self._unsummarized_bytes += self._pending_bytes
+            self._walk()
+            options = self.options
+            if self._unsummarized >= options.summarize_every or self._unsummarized_bytes >= options.flush_bytes:
+                self._summarize()
 
     def flush(self) -> None:
+        """Walk the queued documents and fold every value walked into the summaries."""
+        self._walk()
+        self._summarize()
+
+    def _walk(self) -> None:
         if self._pending:
             self._walk_pending()
             self._batch = max(self.options.flush_every, self.options.flush_per_path * self.root.paths())
+
+    def _summarize(self) -> None:
         self.root.flush()
         self.id_profile.add_many(self._id_epochs)  # type: ignore[arg-type]
         self._id_epochs = []
+        self._unsummarized = self._unsummarized_bytes = 0
 
     def _walk_pending(self) -> None:
         docs, sizes = self._pending, self._pending_sizes

@@ -13,7 +13,7 @@ import datetime
 import re
 from collections import Counter
 from collections.abc import Callable
-from itertools import chain, groupby, repeat
+from itertools import chain, compress, groupby, repeat
 from operator import add, is_, itemgetter, setitem
 from typing import Any
 
@@ -393,17 +393,22 @@ def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]], measure: bo
     by one, after the columns of the documents before them, so slots are created, and maps recognised,
     exactly when the one-by-one walk would.
     """
-    fields = shape.fields
     layouts = shape.layouts
+    doc_layouts = list(map(tuple, docs))
+    if shape.keys is None and layouts.issuperset(doc_layouts):  # the common case, once the shape has learnt
+        return _walk_columns(shape, docs, doc_layouts, measure)
+    fields = shape.fields
     sizes: list[int] | None = [] if measure else None
-    # Runs of documents of known keys (one layout each), walked together before the next one-by-one.
-    known: list[tuple[tuple[str, ...], list[dict[str, Any]]]] = []
+    # Documents of known keys, with their layouts, walked together before the next one-by-one.
+    known: list[dict[str, Any]] = []
+    known_layouts: list[tuple[str, ...]] = []
 
     def walk_known() -> None:
         nonlocal sizes
         if known:
-            sizes = _extended(sizes, _walk_columns(shape, known, measure))
+            sizes = _extended(sizes, _walk_columns(shape, known, known_layouts, measure))
             known.clear()
+            known_layouts.clear()
 
     for layout, group in groupby(docs, tuple):
         run = list(group)
@@ -423,7 +428,8 @@ def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]], measure: bo
                     continue
                 if len(layouts) < LAYOUTS_KEPT:
                     layouts.add(layout)
-            known.append((layout, run))
+            known += run
+            known_layouts += [layout] * len(run)
             break
     walk_known()
     return sizes
@@ -437,14 +443,15 @@ def _extended(sizes: list[int] | None, more: list[int] | None) -> list[int] | No
 
 
 def _walk_columns(
-    shape: DocumentShape, runs: list[tuple[tuple[str, ...], list[dict[str, Any]]]], measure: bool
+    shape: DocumentShape, docs: list[dict[str, Any]], doc_layouts: list[tuple[str, ...]], measure: bool
 ) -> list[int] | None:
-    """Walk runs of documents whose keys ``shape`` knows (each run one layout), a field at a time; their
-    sizes, one per document."""
+    """Walk documents whose keys ``shape`` knows (``doc_layouts``: each one's keys, in order), a field at a
+    time; their sizes, one per document."""
     fields = shape.fields
-    if len(runs) == 1:  # one layout: columns straight from the documents' values
-        layout, docs = runs[0]
-        shape.count += len(docs)
+    shape.count += len(docs)
+    layouts = dict.fromkeys(doc_layouts)
+    if len(layouts) == 1:  # one layout: columns straight from the documents' values
+        layout = doc_layouts[0]
         columns: list[Sizes] = []
         for key, values in zip(layout, zip(*map(dict.values, docs), strict=True), strict=True):
             column = list(values)
@@ -456,18 +463,16 @@ def _walk_columns(
             return None
         run_sizes = document_sizes(layout, columns)
         return [run_sizes] * len(docs) if type(run_sizes) is int else run_sizes  # type: ignore[return-value]
-    docs = list(chain.from_iterable(run for _layout, run in runs))
-    shape.count += len(docs)
-    layouts = dict.fromkeys(layout for layout, _run in runs)
     totals: list[int] | None = None
     if measure:
         overheads = {layout: layout_size(layout) for layout in layouts}
         if None not in overheads.values():
-            totals = []
-            for layout, run in runs:
-                totals += [overheads[layout]] * len(run)  # type: ignore[list-item]
+            totals = list(map(overheads.__getitem__, doc_layouts))  # type: ignore[arg-type]
+    everyone = range(len(docs))
     for key in dict.fromkeys(chain.from_iterable(layouts)):
-        holders = [doc for doc in docs if key in doc]
+        # Which documents hold the key, told by C loops (a comprehension per key was a tenth of the walk).
+        holds = list(map(dict.__contains__, docs, repeat(key)))
+        holders = list(compress(docs, holds))
         column = list(map(itemgetter(key), holders))
         changed, column_sizes = walk_values(fields[key], column, measure and totals is not None)
         if changed:
@@ -479,10 +484,11 @@ def _walk_columns(
         elif len(holders) == len(docs):
             totals = list(map(add, totals, repeat(column_sizes) if type(column_sizes) is int else column_sizes))
         else:
-            positions = [index for index, doc in enumerate(docs) if key in doc]
-            each = [column_sizes] * len(positions) if type(column_sizes) is int else column_sizes
-            for index, size in zip(positions, each, strict=True):  # type: ignore[arg-type]
-                totals[index] += size
+            positions = list(compress(everyone, holds))
+            each = repeat(column_sizes) if type(column_sizes) is int else column_sizes
+            # totals[i] += size at each holder's position, in C: setitem returns None, so any() runs to the end
+            added = map(add, map(totals.__getitem__, positions), each)  # type: ignore[arg-type]
+            any(map(setitem, repeat(totals), positions, added))
     return totals
 
 
