@@ -11,8 +11,8 @@
 
 ``db`` is a pymongo ``Database`` or anything with the same interface (mongomock's too): nothing here checks
 its class. The options are those of ``mongopat migrate up``: ``batch_size``, ``lock_timeout``,
-``lease_seconds``, ``max_docs_per_sec`` (throttle), ``max_lag``, ``workers``, ``write_concern``, ``retries``,
-``dry_run``, and ``progress`` (called with migration id, step index, documents done, documents in all).
+``lease_seconds``, ``max_docs_per_sec`` (throttle), ``max_lag``, ``workers``, ``client_side``, ``write_concern``,
+``retries``, ``dry_run``, and ``progress`` (called with migration id, step index, documents done, documents in all).
 The command line calls these same functions.
 """
 

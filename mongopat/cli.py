@@ -958,6 +958,14 @@ def migrate_up(
             min=1,
         ),
     ] = None,
+    client_side: Annotated[
+        bool,
+        typer.Option(
+            "--client-side",
+            help="On a server: transform every document in mongopat, even for steps the server can compute "
+            "itself (set, unset and rename of fields, schema versioning, polymorphic, approximation).",
+        ),
+    ] = False,
     write_concern: Annotated[
         str, typer.Option("--write-concern", help="'majority' (default) or a number of members that must acknowledge.")
     ] = "majority",
@@ -989,6 +997,7 @@ def migrate_up(
                 return 1
         options = _run_options(batch_size, lock_timeout, dry_run, max_docs_per_sec, max_lag)
         options.workers = workers
+        options.client_side = client_side
         options.write_concern = write_concern
         try:
             results = command.migrate_up(spec, dir, to, options)

@@ -74,6 +74,36 @@ def test_a_conditional_write_by_id_uses_the_id_index(mongo):
     assert "COLLSCAN" not in str(plan)
 
 
+@pytest.mark.diverges("secantusdb", "explain find {_id: {m: 'a', id: 1}}: COLLSCAN, not IDHACK/IXSCAN")
+def test_an_id_that_is_a_document_is_found_by_the_id_index(mongo):
+    """mongopat_backup's ``_id`` is a document (migration, step, collection, the document's ``_id``): a
+    backup is found, and ``$merge`` matches one, by the ``_id`` index, whatever the ``_id``'s type."""
+    if not mongo.real:
+        pytest.skip("mongomock has no query planner to explain")
+    mongo.db.kept.insert_many([{"_id": {"m": "a", "id": i}} for i in range(10)])
+    plan = mongo.db.kept.find({"_id": {"m": "a", "id": 1}}).explain()["queryPlanner"]["winningPlan"]
+    assert "COLLSCAN" not in str(plan)
+
+
+@pytest.mark.diverges("secantusdb", "$merge whenMatched [{$replaceWith: {$cond: [{$eq: ['$$ROOT', '$$new.o']}, ...]}}]")
+def test_merge_compares_documents_in_field_order(mongo):
+    """The rewrite of a step computed inside the server replaces a document only while it equals the
+    backed-up original: in MongoDB's comparison, the same fields in another order are another document."""
+    if not mongo.real:
+        pytest.skip("mongomock has no $merge")
+    mongo.db.kept.insert_one({"_id": 1, "b": 2, "a": 1})
+    mongo.db.new.insert_one({"_id": 1, "o": {"_id": 1, "a": 1, "b": 2}, "t": {"_id": 1, "a": 1, "b": 2, "z": 1}})
+    mongo.db.new.aggregate(
+        [
+            {"$merge": {
+                "into": "kept", "on": "_id", "whenNotMatched": "discard",
+                "whenMatched": [{"$replaceWith": {"$cond": [{"$eq": ["$$ROOT", "$$new.o"]}, "$$new.t", "$$ROOT"]}}],
+            }},
+        ]
+    )  # fmt: skip
+    assert mongo.db.kept.find_one({"_id": 1}) == {"_id": 1, "b": 2, "a": 1}
+
+
 @pytest.mark.diverges("secantusdb", "aggregate [$lookup as r, $project {v: '$r.amount'}]: v is missing, not [5, 7]")
 def test_a_path_through_an_array_of_sub_documents_after_lookup(mongo):
     """After ``$lookup``, ``"$r.amount"`` is the array of every joined document's ``amount``."""

@@ -14,9 +14,10 @@ from typing import Any
 
 from bson import ObjectId
 
-from mongopat.migrate.operations import transform
+from mongopat.migrate.context_sources import DatabaseDocuments
+from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.operations.base import Step
-from mongopat.migrate.transforms import Context, Document, Result, get_path, hashable_key
+from mongopat.migrate.transforms import Context, Document, Result
 
 
 @dataclass
@@ -36,27 +37,8 @@ class Sample:
         return {"_id": document.pop("_id"), **document}
 
     def context(self, step: Step, document: Document) -> Context:
-        ctx = Context()
-        params = step.params
-        if step.name == "tree":
-            parent_field = params["parent_field"]
-            ctx.parents = {
-                hashable_key(d["_id"]): d.get(parent_field)
-                for d in self.after[step.collection].find({}, {parent_field: 1})
-            }
-            ctx.parents[hashable_key(document.get("_id"))] = document.get(parent_field)
-        elif step.name == "extended_reference":
-            key = get_path(document, params["local"])
-            found = self.after[params["from"]].find_one({params["foreign"]: key})
-            if found is not None:
-                ctx.references[hashable_key(key)] = found
-        elif step.name == "pre_aggregation":
-            from mongopat.migrate.runner import aggregate_in_python
-
-            key = get_path(document, params["local"])
-            rows = self.after[params["from"]].find({params["foreign"]: key})
-            ctx.aggregates = aggregate_in_python(rows, step)
-        return ctx
+        """What the step's transform of ``document`` reads, from the migrated scratch copy (``after``)."""
+        return OPERATIONS[step.name].context(step, [document], DatabaseDocuments(self.after))
 
     def new_shape(self, document: Document, step: Step) -> Result:
         return transform(document, step, self.context(step, document))

@@ -56,12 +56,25 @@ def digest(raw: bytes) -> bytes:
     return hashlib.sha1(raw, usedforsecurity=False).digest()
 
 
-def left_alone(current: bytes, kept: dict[str, Any]) -> bool:
+def left_alone(current: bytes, kept: Any) -> bool:
     """Whether a document (its bytes now) is still the version ``up`` wrote in place of the backup ``kept``.
-    The stored digest is compared as bytes: a server returns ``bytes``, mongomock whatever object it was
-    given (a ``Binary`` where an earlier mongopat wrote one)."""
+    A backup made by mongopat holds a digest, compared as bytes (a server returns ``bytes``, mongomock
+    whatever object it was given: a ``Binary`` where an earlier mongopat wrote one); one made inside the
+    server (``runtime_in_server.py``) holds the document itself."""
     after = kept.get("after")
-    return after is not None and bytes(after) == digest(current)
+    if after is None:
+        return False
+    if isinstance(after, bytes):
+        return bytes(after) == digest(current)
+    return raw_bytes(after) == current
+
+
+def original_bytes(kept: Any) -> bytes:
+    """The bytes of the version a backup kept: ``raw``, or the ``original`` document of a backup made
+    inside the server (read as raw BSON, it is the server's own bytes)."""
+    if kept.get("raw") is not None:
+        return bytes(kept["raw"])
+    return raw_bytes(kept["original"])
 
 
 def unchanged_since(doc: Document) -> dict[str, Any]:

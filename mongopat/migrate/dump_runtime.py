@@ -17,7 +17,7 @@ import gzip
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,10 +34,10 @@ from mongopat.migrate.gentle import Throttle
 from mongopat.migrate.operations import COLLECTION_OPERATIONS, OPERATIONS, transform
 from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.operations.bucket import pending as bucket_pending
-from mongopat.migrate.runner import RunnerBase, RunOptions, aggregate_in_python, initial_steps
+from mongopat.migrate.runner import RunnerBase, RunOptions, initial_steps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Context, Document, get_path, hashable_key
+from mongopat.migrate.transforms import Context, Document, get_path, has_path, hashable_key, set_path
 from mongopat.sources.dump import (
     BSON_SUFFIXES,
     JSON_SUFFIXES,
@@ -552,19 +552,23 @@ class DumpRunner(RunnerBase):
         return self.options.workers or min(os.cpu_count() or 1, 4)
 
     def _context(self, step: Step) -> Context:
-        ctx = Context()
-        if step.name == "tree":
-            parent = step.params["parent_field"]
-            ctx.parents = {hashable_key(d.get("_id")): d.get(parent) for d in self.files.read(step.collection)}
-        elif step.name == "extended_reference":
-            fields = step.params["fields"]
-            ctx.references = {
-                hashable_key(get_path(d, step.params["foreign"])): {f: d[f] for f in fields if f in d}
-                for d in self.files.read(step.params["from"])
-            }
-        elif step.name == "pre_aggregation":
-            ctx.aggregates = aggregate_in_python(self.files.read(step.params["from"]), step)
-        return ctx
+        """The context of every document of the step's collection, read from the folder's files."""
+        return OPERATIONS[step.name].context(step, None, self)
+
+    def documents(
+        self, collection: str, field: str | None, values: list[Any] | None, fields: list[str]
+    ) -> Iterable[Document]:
+        """The folder's documents of ``collection`` (:class:`~mongopat.migrate.transforms.ContextSource`;
+        the context of every document asks for all of them)."""
+        wanted = None if values is None else {hashable_key(v) for v in values}
+        for document in self.files.read(collection):
+            if wanted is not None and field is not None and hashable_key(get_path(document, field)) not in wanted:
+                continue
+            # As a server's projection: only what the context keeps, not whole documents in memory.
+            kept = {name: document[name] for name in ("_id", *fields) if name in document}
+            if field is not None and has_path(document, field):
+                set_path(kept, field, get_path(document, field))
+            yield kept
 
     def _commit(self, migration_id: str, index: int, step: Step, suffix: str) -> None:
         own = f"{step.collection}{suffix}"

@@ -13,10 +13,11 @@ from typing import Any
 
 from bson import Decimal128, Int64, ObjectId, json_util
 
-from mongopat.migrate.operations import transform
+from mongopat.migrate.context_sources import Placeholders
+from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.operations.bucket import bucket_documents
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Context, get_path, hashable_key
+from mongopat.migrate.transforms import Context
 
 PLACEHOLDERS: dict[str, Any] = {
     "string": "<string>",
@@ -76,18 +77,7 @@ def example_document(collection: dict[str, Any], show_values: bool) -> dict[str,
 
 
 def _context(step: Step, document: dict[str, Any]) -> Context:
-    ctx = Context()
-    if step.name == "tree":
-        ctx.parents = {document.get("_id"): "<parent>", "<parent>": None}
-    elif step.name == "extended_reference":
-        key = get_path(document, step.params["local"])
-        ctx.references = {
-            hashable_key(key): {name: f"<{step.params['from']}.{name}>" for name in step.params["fields"]}
-        }
-    elif step.name == "pre_aggregation":
-        key = get_path(document, step.params["local"])
-        ctx.aggregates = {hashable_key(key): {name: 0 for name in step.params["compute"]}}
-    return ctx
+    return OPERATIONS[step.name].context(step, [document], Placeholders())
 
 
 def preview(step: Step, before: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:

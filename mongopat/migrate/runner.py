@@ -13,10 +13,8 @@ from typing import Any
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LockLost, utcnow
-from mongopat.migrate.operations.pre_aggregation import empty_aggregates
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document, get_path, hashable_key
 
 
 @dataclass
@@ -35,6 +33,9 @@ class RunOptions:
     # Server: threads over disjoint _id ranges for document steps (None: one). Dump folder: processes
     # bucketing one large JSON file (None: one per CPU, at most 4).
     workers: int | None = None
+    # Server: take every document step on the client side, even one the server could compute itself
+    # (runtime_in_server.py).
+    client_side: bool = False
     write_concern: str = "majority"
     retries: int = 8
     retry_base: float = 0.2
@@ -315,33 +316,3 @@ class RunnerBase:
 
     def _revert_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
         raise NotImplementedError
-
-
-def aggregate_in_python(rows: Any, step: Step) -> dict[Any, Document]:
-    """Per foreign key, the aggregates a pre_aggregation step computes, from rows read one by one."""
-    results: dict[Any, Document] = {}
-    counts: dict[Any, dict[str, int]] = {}
-    for row in rows:
-        key = hashable_key(get_path(row, step.params["foreign"]))
-        target = results.setdefault(key, empty_aggregates(step.params["compute"]))
-        seen = counts.setdefault(key, {})
-        for output, spec in step.params["compute"].items():
-            op, argument = next(iter(spec.items()))
-            if op == "count":
-                if argument is True or all(row.get(k) == v for k, v in argument.items()):
-                    target[output] += 1
-                continue
-            value = get_path(row, argument)
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                continue
-            if op == "sum":
-                target[output] += value
-            elif op == "avg":
-                seen[output] = seen.get(output, 0) + 1
-                previous = target[output] or 0
-                target[output] = previous + (value - previous) / seen[output]
-            elif op == "min":
-                target[output] = value if target[output] is None else min(target[output], value)
-            elif op == "max":
-                target[output] = value if target[output] is None else max(target[output], value)
-    return results

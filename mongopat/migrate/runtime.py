@@ -33,18 +33,20 @@ from mongopat.migrate.conditional import (
     digest,
     keep_backups,
     left_alone,
+    original_bytes,
     raw_bytes,
     unchanged_since,
     versions_of,
 )
+from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
 from mongopat.migrate.operations import COLLECTION_OPERATIONS, OPERATIONS, bucket, transform
-from mongopat.migrate.operations.pre_aggregation import empty_aggregates
 from mongopat.migrate.runner import RunnerBase, RunOptions, initial_steps
 from mongopat.migrate.runtime_buckets import BucketSteps
+from mongopat.migrate.runtime_in_server import InServerSteps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Context, Document, get_path, hashable_key
+from mongopat.migrate.transforms import Context, Document, hashable_key
 
 # BSON sort order of _id type brackets: $gt only matches within a bracket, so the scan hops between them.
 TYPE_BRACKETS = [
@@ -84,7 +86,7 @@ PYTHON_BRACKET = {
 }
 
 
-class Runner(BucketSteps, RunnerBase):
+class Runner(InServerSteps, BucketSteps, RunnerBase):
     """Migrations against one database (pymongo or mongomock)."""
 
     def __init__(self, db: Any, migrations: list[Migration], options: RunOptions | None = None) -> None:
@@ -133,9 +135,10 @@ class Runner(BucketSteps, RunnerBase):
                 outcome = StepOutcome(stats=dict(state.get("stats") or {}))
                 if step.type.kind == "regroup":
                     migrated += self._bucket_catch_up(migration.id, index, step, outcome, {})
+                elif state.get("in_server"):
+                    migrated += self.in_server_catch_up(migration.id, index, step, outcome)
                 else:
-                    parents = self._parents(step) if step.name == "tree" else {}
-                    migrated += self.catch_up(migration.id, index, step, parents, outcome)
+                    migrated += self.catch_up(migration.id, index, step, {}, outcome)
                 self.changelog.step(migration.id, index, stats=outcome.stats)
             if migrated:
                 results.append(
@@ -197,7 +200,7 @@ class Runner(BucketSteps, RunnerBase):
             if migration.python is not None:  # the user's code: it must be safe to run again after a failure
                 migration.python.up(self.db)
             for index, step in enumerate(migration.steps):
-                state = (self.changelog.get(migration.id) or {})["steps"][index]
+                state = self._step_state(migration.id, index)
                 if state["state"] == "applied":
                     continue
                 self.changelog.step(migration.id, index, state="running")
@@ -241,7 +244,7 @@ class Runner(BucketSteps, RunnerBase):
         while True:
             try:
                 # Read under the retry too: after a fault the server may still be away when the checkpoint is read.
-                state = (self.changelog.get(migration_id) or {})["steps"][index]
+                state = self._step_state(migration_id, index)
                 return self._run_step(migration_id, index, step, state)
             except PyMongoError as error:
                 if not is_transient(error) or attempt >= self.options.retries:
@@ -249,6 +252,17 @@ class Runner(BucketSteps, RunnerBase):
                 attempt += 1
                 self.retried += 1
                 time.sleep(backoff(attempt, self.options.retry_base))
+
+    def _step_state(self, migration_id: str, index: int) -> dict[str, Any]:
+        entry = self.changelog.get(migration_id) or {}
+        if len(entry.get("steps") or []) <= index:
+            # Written before the run's first batch: a server that lost it lost acknowledged writes.
+            raise OperationFailed(
+                f"{migration_id}: its changelog entry is gone from mongopat_changelog since the run began (a "
+                "server restarted without the writes it acknowledged?)",
+                hint="check the deployment's write concern and journal, then run 'mongopat migrate up' again",
+            )
+        return entry["steps"][index]
 
     def _run_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
         if step.type.kind == "document":
@@ -321,7 +335,11 @@ class Runner(BucketSteps, RunnerBase):
             if clash:
                 raise OperationFailed(f"{step.name} would write into existing collection(s) {', '.join(clash)}")
             self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
-        parents = self._parents(step) if step.name == "tree" else {}
+        if self.in_server(migration_id, index, step, state):
+            outcome = self.in_server_step(migration_id, index, step, state)
+            self._finish_document_step(step)
+            return outcome
+        kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
         if step.name in ("subset", "outlier"):
             # The application reads a document's full list or overflow by parentId, and so do reruns.
             for created in step.created_collections():
@@ -330,8 +348,8 @@ class Runner(BucketSteps, RunnerBase):
         if workers > 1 or state.get("ranges"):
             ranges = state.get("ranges") or self._ranges(migration_id, index, name, workers)
             if ranges:
-                outcome = self._document_ranges(migration_id, index, step, ranges, parents)
-                self.catch_up(migration_id, index, step, parents, outcome)
+                outcome = self._document_ranges(migration_id, index, step, ranges, kept)
+                self.catch_up(migration_id, index, step, kept, outcome)
                 self._finish_document_step(step)
                 return outcome
         total = self.db[name].estimated_document_count()
@@ -344,26 +362,24 @@ class Runner(BucketSteps, RunnerBase):
         for number, batch in enumerate(self.scan(name, last_id, has_last, None, budget)):
             # The first batch of a run may be one an interrupted run had begun to write.
             last_id, written = self._apply_batch(
-                migration_id, index, step, batch, parents, outcome.stats, replay=number == 0
+                migration_id, index, step, batch, kept, outcome.stats, replay=number == 0
             )
             outcome.read += len(batch)
             outcome.written += written
             self._checkpoint(migration_id, index, outcome, len(batch), written, last_id, total)
-        self.catch_up(migration_id, index, step, parents, outcome)
+        self.catch_up(migration_id, index, step, kept, outcome)
         self._finish_document_step(step)
         return outcome
 
-    def catch_up(self, migration_id: str, index: int, step: Step, parents: dict[Any, Any], outcome: StepOutcome) -> int:
+    def catch_up(self, migration_id: str, index: int, step: Step, kept: dict[Any, Any], outcome: StepOutcome) -> int:
         """Migrate the documents still in the old shape: written by the application behind the scan, or in
         the old shape again since (see :meth:`passes`)."""
-        current = {"parents": parents}
 
         def new_pass() -> None:
-            if step.name == "tree":  # documents inserted since have parents the first map lacks
-                current["parents"] = self._parents(step)
+            kept.clear()  # documents inserted since: a tree's new nodes have parents the first map lacks
 
         def apply(batch: list[Any]) -> tuple[Any, int]:
-            return self._apply_batch(migration_id, index, step, batch, current["parents"], outcome.stats, replay=True)
+            return self._apply_batch(migration_id, index, step, batch, kept, outcome.stats, replay=True)
 
         return self.passes(
             migration_id, index, step, outcome, OPERATIONS[step.name].pending(step), "transformed", apply, new_pass
@@ -416,7 +432,7 @@ class Runner(BucketSteps, RunnerBase):
         index: int,
         step: Step,
         batch: list[Any],
-        parents: dict[Any, Any],
+        kept: dict[Any, Any],
         stats: dict[str, Any],
         replay: bool = False,
     ) -> tuple[Any, int]:
@@ -440,7 +456,7 @@ class Runner(BucketSteps, RunnerBase):
             if round_number:
                 count(stats, "conflicts", len(todo))
             sent, missed = self._write_versions(
-                migration_id, index, step, todo, parents, stats, replay=replay or round_number > 0
+                migration_id, index, step, todo, kept, stats, replay=replay or round_number > 0
             )
             written += sent
             # Every conditional write took (the usual case): no need to read the batch again.
@@ -455,7 +471,7 @@ class Runner(BucketSteps, RunnerBase):
         index: int,
         step: Step,
         versions: list[tuple[bytes, Document]],
-        parents: dict[Any, Any],
+        kept: dict[Any, Any],
         stats: dict,
         replay: bool,
     ) -> tuple[int, int]:
@@ -463,7 +479,7 @@ class Runner(BucketSteps, RunnerBase):
         decoded); returns the writes sent and how many conditional writes found their document changed (or
         gone)."""
         name = step.collection
-        ctx = self._context(step, [doc for _raw_bytes, doc in versions], parents)
+        ctx = self._context(step, [doc for _raw_bytes, doc in versions], kept)
         results = []
         kept = []
         for raw, doc in versions:
@@ -571,7 +587,7 @@ class Runner(BucketSteps, RunnerBase):
             last_id, has_last = decoded_id(batch[-1]), True
 
     def _document_ranges(
-        self, migration_id: str, index: int, step: Step, ranges: list[dict[str, Any]], parents: dict[Any, Any]
+        self, migration_id: str, index: int, step: Step, ranges: list[dict[str, Any]], kept: dict[Any, Any]
     ) -> StepOutcome:
         """Each range in its own thread, checkpointed separately; the same guarantees as one worker
         (backups first, transforms from the originals, deterministic side documents)."""
@@ -587,9 +603,7 @@ class Runner(BucketSteps, RunnerBase):
             part = dict(ranges[position])
             stats = dict(part.get("stats") or {})
             for number, batch in enumerate(self._range_batches(step.collection, part)):
-                last_id, written = self._apply_batch(
-                    migration_id, index, step, batch, parents, stats, replay=number == 0
-                )
+                last_id, written = self._apply_batch(migration_id, index, step, batch, kept, stats, replay=number == 0)
                 part.update(
                     last_id=last_id,
                     has_last=True,
@@ -652,48 +666,8 @@ class Runner(BucketSteps, RunnerBase):
         """Batches a pass over the documents matching ``where`` may take: as many as match now, and one."""
         return self.db[name].count_documents(where) // self.options.batch_size + 1
 
-    def _parents(self, step: Step) -> dict[Any, Any]:
-        """The whole tree's parent map (one small projection scan; memory: one entry per node)."""
-        field_name = step.params["parent_field"]
-        return {hashable_key(d["_id"]): d.get(field_name) for d in self.db[step.collection].find({}, {field_name: 1})}
-
-    def _context(self, step: Step, originals: list[Document], parents: dict[Any, Any]) -> Context:
-        ctx = Context(parents=parents)
-        if step.name == "extended_reference":
-            values = list(
-                {hashable_key(v): v for d in originals if (v := get_path(d, step.params["local"])) is not None}.values()
-            )
-            projection = {name: 1 for name in step.params["fields"]} | {step.params["foreign"]: 1}
-            for ref in self.db[step.params["from"]].find({step.params["foreign"]: {"$in": values}}, projection):
-                ctx.references[hashable_key(get_path(ref, step.params["foreign"]))] = ref
-        elif step.name == "pre_aggregation":
-            values = list(
-                {hashable_key(v): v for d in originals if (v := get_path(d, step.params["local"])) is not None}.values()
-            )
-            ctx.aggregates = self._aggregates(step, values)
-        return ctx
-
-    def _aggregates(self, step: Step, values: list[Any]) -> dict[Any, Document]:
-        foreign = step.params["foreign"]
-        group: dict[str, Any] = {"_id": f"${foreign}"}
-        for output, spec in step.params["compute"].items():
-            op, argument = next(iter(spec.items()))
-            if op == "count":
-                condition = (
-                    {"$and": [{"$eq": [f"${k}", v]} for k, v in argument.items()]}
-                    if isinstance(argument, dict)
-                    else True
-                )
-                group[output] = {"$sum": {"$cond": [condition, 1, 0]}}
-            else:
-                group[output] = {f"${op}": f"${argument}"}
-        results: dict[Any, Document] = {}
-        rows = self.db[step.params["from"]].aggregate([{"$match": {foreign: {"$in": values}}}, {"$group": group}])
-        for row in rows:
-            results[hashable_key(row.pop("_id"))] = row
-        for value in values:
-            results.setdefault(hashable_key(value), empty_aggregates(step.params["compute"]))
-        return results
+    def _context(self, step: Step, originals: list[Document], kept: dict[Any, Any]) -> Context:
+        return OPERATIONS[step.name].context(step, originals, DatabaseDocuments(self.db, kept))
 
     # -- collection steps ------------------------------------------------------------------------
 
@@ -755,7 +729,7 @@ class Runner(BucketSteps, RunnerBase):
             query = {"_id.m": migration_id, "_id.s": index}
             unresolved: list[Any] = []
             chunk: list[dict[str, Any]] = []
-            for backup in backups.find(query):
+            for backup in self._collection(BACKUP).find(query):  # as stored: an original's exact bytes
                 chunk.append(backup)
                 if len(chunk) >= self.options.batch_size:
                     unresolved.extend(self._revert_documents(step, chunk, state))
@@ -854,7 +828,7 @@ class Runner(BucketSteps, RunnerBase):
                 current = decoded(raw)
                 key = hashable_key(current["_id"])
                 backup = originals[key]
-                original = bson.decode(bytes(backup["raw"]))
+                original = bson.decode(original_bytes(backup))
                 if backup.get("after") is None or left_alone(raw_bytes(raw), backup):
                     restored: Document | None = original  # left alone since up: the original bytes
                 else:
@@ -886,7 +860,7 @@ class Runner(BucketSteps, RunnerBase):
     def _sample_context(self, step: Step, samples: list[Document]) -> Context | None:
         if step.type.kind != "document" or not samples:
             return None
-        return self._context(step, samples, self._parents(step) if step.name == "tree" else {})
+        return self._context(step, samples, {})
 
     def transformed_sample(self, step: Step, size: int) -> list[Document]:
         """A random sample of a document step's collection as the step would leave it (nothing is written)."""
@@ -948,6 +922,10 @@ def _online_notes(steps: list[dict[str, Any]]) -> list[str]:
     }
     notes = []
     for position, step in enumerate(steps):
+        if step.get("in_server"):
+            notes.append(f"step {position + 1} ({step.get('step')}): computed inside the server")
+        elif step.get("client_side") and "needs Python" not in step["client_side"]:
+            notes.append(f"step {position + 1} ({step.get('step')}): on the client side ({step['client_side']})")
         stats = step.get("stats") or {}
         for key, text in wording.items():
             if stats.get(key):

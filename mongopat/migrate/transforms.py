@@ -5,8 +5,9 @@ aggregates), their :class:`Result`, and helpers on dotted paths. No database her
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 Document = dict[str, Any]
 
@@ -18,6 +19,18 @@ class Context:
     parents: dict[Any, Any] = field(default_factory=dict)  # tree: _id -> parent _id
     references: dict[Any, Document] = field(default_factory=dict)  # extended reference: local value -> fields
     aggregates: dict[Any, Document] = field(default_factory=dict)  # pre-aggregation: local value -> results
+
+
+class ContextSource(Protocol):
+    """Where a step's :meth:`~mongopat.migrate.operations.base.DocumentOperation.context` reads other
+    documents: each backend's (a server, a dump folder, the placeholders of a preview)."""
+
+    def documents(
+        self, collection: str, field: str | None, values: list[Any] | None, fields: list[str]
+    ) -> Iterable[Document]:
+        """The documents of ``collection`` whose ``field`` is one of ``values`` (every document when
+        ``field`` is None), with at least ``fields`` and ``field``."""
+        ...
 
 
 @dataclass

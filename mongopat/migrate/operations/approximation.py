@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, command
-from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field
+from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field, top_level
 from mongopat.migrate.transforms import Context, Document, Result, get_path, set_path
 
 if TYPE_CHECKING:
@@ -77,6 +77,17 @@ class Operation(AddsFields):
             set_path(doc, name, 0)
         set_path(doc, f"{name}Factor", step.params["factor"])
         return Result(doc)
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        name = step.params["field"]
+        if not top_level(name):
+            return None
+        # A counter that is not an int, a long or a double (bool, Decimal128, missing...) starts at 0.
+        number = {"$in": [{"$type": f"${name}"}, ["int", "long", "double"]]}
+        return [
+            {"$set": {name: {"$cond": [number, f"${name}", 0]}}},
+            {"$set": {f"{name}Factor": {"$literal": step.params["factor"]}}},
+        ]
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

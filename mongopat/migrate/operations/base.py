@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
+from mongopat.migrate.transforms import (
+    Context,
+    ContextSource,
+    Document,
+    Result,
+    get_path,
+    has_path,
+    hashable_key,
+    pop_path,
+    set_path,
+)
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -165,6 +175,12 @@ class DocumentOperation(StepOperation):
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         raise NotImplementedError
 
+    def context(self, step: Step, documents: list[Document] | None, source: ContextSource) -> Context:
+        """What the transforms of ``documents`` read beyond them (parents, referenced documents,
+        aggregates), read from ``source``, the backend's; ``documents`` None: for every document of the
+        collection. Nothing for most steps."""
+        return Context()
+
     def pending(self, step: Step) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -173,6 +189,13 @@ class DocumentOperation(StepOperation):
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         raise NotImplementedError
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        """The transform as aggregation stages a server runs on each pending document, giving exactly what
+        :meth:`transform` gives, or None when it needs Python (side documents, context, paths the two would
+        read differently). Only ``$set`` and ``$unset``: they keep every other field where it is, as the
+        Python transform does, so a document's bytes are the same whichever computed it."""
+        return None
 
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
         """An insert the access file declares (after the migration, the document in the new shape), and an
@@ -226,6 +249,38 @@ class AddsFields(DocumentOperation):
         for path in self.added(step):
             restore_field(result, original, path)
         return result
+
+
+def top_level(*names: str) -> bool:
+    """Whether every name is a top-level field that a server's field path reads as Python does: through an
+    array, ``$a.b`` is every element's ``b``, where the Python transforms see no ``a.b``."""
+    return all(name and "." not in name and not name.startswith("$") for name in names)
+
+
+def has_field(name: str) -> dict[str, Any]:
+    """An aggregation expression true when the document holds ``name`` (null included), as ``in`` is."""
+    return {"$ne": [{"$type": f"${name}"}, "missing"]}
+
+
+def rule_condition(rule: dict[str, Any]) -> dict[str, Any]:
+    """A rule of polymorphic or schema versioning (see :func:`check_rules`) as an aggregation expression."""
+    parts = []
+    if "when_has" in rule:
+        parts.append(has_field(rule["when_has"]))
+    if "when_missing" in rule:
+        parts.append({"$not": [has_field(rule["when_missing"])]})
+    return {"$and": parts}
+
+
+def rule_paths(params: dict[str, Any]) -> list[str]:
+    return [rule[key] for rule in params.get("rules") or [] for key in ("when_has", "when_missing") if key in rule]
+
+
+def local_values(documents: list[Document] | None, path: str) -> list[Any] | None:
+    """The distinct values of ``path`` in ``documents`` (None stands for every document's)."""
+    if documents is None:
+        return None
+    return list({hashable_key(v): v for d in documents if (v := get_path(d, path)) is not None}.values())
 
 
 def restore_field(document: Document, original: Document, path: str) -> None:

@@ -8,8 +8,8 @@ from mongopat.guide.cost import rounded
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
-from mongopat.migrate.operations.base import LIST, STR, AddsFields, Param, Step, StepType
-from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, hashable_key
+from mongopat.migrate.operations.base import LIST, STR, AddsFields, Param, Step, StepType, local_values
+from mongopat.migrate.transforms import Context, ContextSource, Document, Result, get_path, has_path, hashable_key
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -100,6 +100,11 @@ class Operation(AddsFields):
             "during": [f"`{step.collection}`: join {p['from']} where `{p['as']}` is missing"],
             "after": [f"`{step.collection}`: read `{p['as']}` instead of joining {p['from']}"],
         }
+
+    def context(self, step: Step, documents: list[Document] | None, source: ContextSource) -> Context:
+        p = step.params
+        found = source.documents(p["from"], p["foreign"], local_values(documents, p["local"]), p["fields"])
+        return Context(references={hashable_key(get_path(d, p["foreign"])): d for d in found})
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         key = get_path(doc, step.params["local"])

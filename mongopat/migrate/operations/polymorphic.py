@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from mongopat.migrate.operations.base import ANY, LIST, STR, AddsFields, Param, Step, StepType, check_rules
+from mongopat.migrate.operations.base import (
+    ANY,
+    LIST,
+    STR,
+    AddsFields,
+    Param,
+    Step,
+    StepType,
+    check_rules,
+    rule_condition,
+    rule_paths,
+    top_level,
+)
 from mongopat.migrate.transforms import Context, Document, Result, matches_rule
 
 
@@ -39,6 +51,16 @@ class Operation(AddsFields):
                 if step.params["default"] is not None:
                     doc[target] = step.params["default"]
         return Result(doc)
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        p = step.params
+        if not top_level(p["type_field"], *rule_paths(p)):
+            return None
+        # No rule matched and no default: the field is not set ($$REMOVE), as the transform leaves it.
+        default = "$$REMOVE" if p["default"] is None else {"$literal": p["default"]}
+        branches = [{"case": rule_condition(rule), "then": {"$literal": rule["type"]}} for rule in p["rules"]]
+        value = {"$switch": {"branches": branches, "default": default}} if branches else default
+        return [{"$set": {p["type_field"]: value}}]
 
     def check(self, params: dict[str, Any]) -> None:
         check_rules(self.type.name, params)

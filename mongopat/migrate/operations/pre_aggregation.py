@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import OMIT, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
-from mongopat.migrate.operations.base import DICT, STR, AddsFields, Param, Step, StepError, StepType
-from mongopat.migrate.transforms import Context, Document, Result, get_path, hashable_key
+from mongopat.migrate.operations.base import DICT, STR, AddsFields, Param, Step, StepError, StepType, local_values
+from mongopat.migrate.transforms import Context, ContextSource, Document, Result, get_path, hashable_key
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -80,8 +80,6 @@ class Operation(AddsFields):
         after = [*before, command(step.collection, "updateOne", filter={p["local"]: param(foreign)}, update=adjust)]
 
         def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-            from mongopat.migrate.runner import aggregate_in_python
-
             old = sample.document
             key = get_path(old, foreign)
             new = None if delete else {**old, **{name: _other(old.get(name), p["compute"]) for name in fields}}
@@ -160,8 +158,6 @@ class Operation(AddsFields):
                 if op == "count":
                     values[name] = int(argument is True or all(document.get(k) == v for k, v in argument.items()))
                 elif op == "avg":
-                    from mongopat.migrate.runner import aggregate_in_python
-
                     rows = [*sample.after[source].find({p["foreign"]: key}), document]
                     values[name] = aggregate_in_python(rows, step)[hashable_key(key)][name]
                 else:
@@ -198,6 +194,14 @@ class Operation(AddsFields):
             "during": [f"`{step.collection}`: compute the aggregates on read where `{p['into']}` is missing"],
             "after": [f"`{step.collection}`: read `{p['into']}`"],
         }
+
+    def context(self, step: Step, documents: list[Document] | None, source: ContextSource) -> Context:
+        """The aggregates of each document's rows, computed here from the rows (projected to the fields
+        the aggregates read) on every backend: one arithmetic, the guide's too."""
+        p = step.params
+        fields = list(dict.fromkeys(f for spec in p["compute"].values() for f in _fields_read(spec)))
+        rows = source.documents(p["from"], p["foreign"], local_values(documents, p["local"]), fields)
+        return Context(aggregates=aggregate_in_python(rows, step))
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         key = get_path(doc, step.params["local"])
@@ -244,3 +248,33 @@ def _other(value: Any, compute: dict[str, dict[str, Any]]) -> Any:
             if isinstance(value, type(wanted)):
                 return wanted
     return changed(value)
+
+
+def aggregate_in_python(rows: Any, step: Step) -> dict[Any, Document]:
+    """Per foreign key, the aggregates a pre_aggregation step computes, from rows read one by one."""
+    results: dict[Any, Document] = {}
+    counts: dict[Any, dict[str, int]] = {}
+    for row in rows:
+        key = hashable_key(get_path(row, step.params["foreign"]))
+        target = results.setdefault(key, empty_aggregates(step.params["compute"]))
+        seen = counts.setdefault(key, {})
+        for output, spec in step.params["compute"].items():
+            op, argument = next(iter(spec.items()))
+            if op == "count":
+                if argument is True or all(row.get(k) == v for k, v in argument.items()):
+                    target[output] += 1
+                continue
+            value = get_path(row, argument)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if op == "sum":
+                target[output] += value
+            elif op == "avg":
+                seen[output] = seen.get(output, 0) + 1
+                previous = target[output] or 0
+                target[output] = previous + (value - previous) / seen[output]
+            elif op == "min":
+                target[output] = value if target[output] is None else min(target[output], value)
+            elif op == "max":
+                target[output] = value if target[output] is None else max(target[output], value)
+    return results

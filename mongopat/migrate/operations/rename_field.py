@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage, rename_in_match
 from mongopat.guide.writes import WritePlan, changed, command
-from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
+from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType, top_level
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
 
 if TYPE_CHECKING:
@@ -81,6 +81,13 @@ class Operation(DocumentOperation):
         if has_path(doc, step.params["from"]):
             set_path(doc, step.params["to"], pop_path(doc, step.params["from"]))
         return Result(doc)
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        # As set_path after pop_path: an existing new name keeps its place, a new one goes last.
+        old, new = step.params["from"], step.params["to"]
+        if not top_level(old, new) or old == new:
+            return None
+        return [{"$set": {new: f"${old}"}}, {"$unset": old}]
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

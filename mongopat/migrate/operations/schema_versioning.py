@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from mongopat.migrate.operations.base import INT, LIST, STR, AddsFields, Param, Step, StepType, check_rules
+from mongopat.migrate.operations.base import (
+    INT,
+    LIST,
+    STR,
+    AddsFields,
+    Param,
+    Step,
+    StepType,
+    check_rules,
+    rule_condition,
+    rule_paths,
+    top_level,
+)
 from mongopat.migrate.transforms import Context, Document, Result, matches_rule
 
 
@@ -44,6 +56,16 @@ class Operation(AddsFields):
                     break
             doc[target] = version
         return Result(doc)
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        p = step.params
+        if not top_level(p["field"], *rule_paths(p)):
+            return None
+        version: Any = {"$literal": p["default_version"]}
+        if p["rules"]:  # the first rule that matches, as the transform takes it
+            branches = [{"case": rule_condition(rule), "then": {"$literal": rule["version"]}} for rule in p["rules"]]
+            version = {"$switch": {"branches": branches, "default": version}}
+        return [{"$set": {p["field"]: version}}]
 
     def check(self, params: dict[str, Any]) -> None:
         check_rules(self.type.name, params)

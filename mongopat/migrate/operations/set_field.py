@@ -6,7 +6,16 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
-from mongopat.migrate.operations.base import ANY, STR, DocumentOperation, Param, Step, StepType, restore_field
+from mongopat.migrate.operations.base import (
+    ANY,
+    STR,
+    DocumentOperation,
+    Param,
+    Step,
+    StepType,
+    restore_field,
+    top_level,
+)
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, set_path
 
 if TYPE_CHECKING:
@@ -38,6 +47,11 @@ class Operation(DocumentOperation):
         if not (step.params["only_missing"] and has_path(doc, step.params["field"])):
             set_path(doc, step.params["field"], copy.deepcopy(step.params["value"]))
         return Result(doc)
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        # Only pending documents are given: those without the field, or (without only_missing) another value.
+        field = step.params["field"]
+        return [{"$set": {field: {"$literal": step.params["value"]}}}] if top_level(field) else None
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

@@ -8,7 +8,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
-from mongopat.migrate.transforms import Context, Document, Result
+from mongopat.migrate.transforms import Context, ContextSource, Document, Result, hashable_key
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -158,6 +158,15 @@ class Operation(AddsFields):
             "during": [f"`{step.collection}`: walk the parent references where `{p['ancestors_field']}` is missing"],
             "after": [f"`{step.collection}`: read subtrees by `{p['ancestors_field']}`"],
         }
+
+    def context(self, step: Step, documents: list[Document] | None, source: ContextSource) -> Context:
+        """The whole tree's parent map (one entry a node), with the documents' own parents: a document not
+        stored yet (the guide's) has its place too."""
+        field = step.params["parent_field"]
+        stored = source.documents(step.collection, None, None, [field])
+        parents = {hashable_key(d.get("_id")): d.get(field) for d in stored}
+        parents.update((hashable_key(d.get("_id")), d.get(field)) for d in documents or [])
+        return Context(parents=parents)
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         ancestors = ancestors_of(doc.get("_id"), ctx.parents)

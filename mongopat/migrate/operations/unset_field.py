@@ -6,7 +6,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
-from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
+from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType, top_level
 from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
 
 if TYPE_CHECKING:
@@ -36,6 +36,10 @@ class Operation(DocumentOperation):
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         pop_path(doc, step.params["field"])
         return Result(doc)
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        field = step.params["field"]
+        return [{"$unset": field}] if top_level(field) else None
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

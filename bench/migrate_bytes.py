@@ -1,0 +1,252 @@
+"""Bytes between mongopat and the server per byte of collection data, for each document step, run inside
+the server (the default where the step allows it) and with ``--client-side``, on two shapes of data.
+
+A counting TCP proxy sits between mongopat and the server: every byte of both directions of ``migrate up``
+is counted (the loading of the collection goes around it). Also prints the commands per 1,000 documents.
+The server is MONGOPAT_BENCH_URI (a standalone, or any member with directConnection), else a SecantusDB
+daemon started for the run (``pip install -e '.[test]'``).
+
+- ``orders``: generated orders (line items, optional coupon and notes, a tags array);
+- ``weather``: MongoDB's weather sample (``../shared/real-data/sample_weatherdata.archive.gz``, 1.7 KiB
+  documents, optional nested sections), repeated to size with new ``_id``s.
+
+SecantusDB plans the client-side path's compare-and-swap filter (``{_id, $expr}``) and a lookup of an ``_id``
+that is a document (mongopat_backup's) as collection scans: both paths are slow there, so the default
+collections are small (the bytes do not depend on the server's speed).
+
+Inside the server, each step runs on ``--documents`` and on twice as many: "bytes/byte" is the larger run's
+whole traffic per byte of data, "a batch more" the traffic the second half added per byte it added, with
+``--documents`` a multiple of ``--batch-size``: what each further batch costs (a run's fixed commands,
+changelog, lock, verification, cancel out). The client side runs once: its traffic is per document.
+
+    python3 bench/migrate_bytes.py [--documents 1000] [--batch-size 1000] [--corpus orders weather]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import bson
+import pymongo
+from bson import ObjectId
+from pymongo import monitoring
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mongopat.migrate.runtime import Runner, RunOptions  # noqa: E402
+from mongopat.migrate.script import load_folder, render  # noqa: E402
+
+WEATHER_ARCHIVE = ROOT.parent / "shared" / "real-data" / "sample_weatherdata.archive.gz"
+IGNORED = {"hello", "ismaster", "isMaster", "endSessions", "ping", "buildinfo", "buildInfo"}
+
+STEPS: dict[str, dict[str, dict[str, Any]]] = {
+    "orders": {
+        "set_field": {"field": "reviewed", "value": True},
+        "unset_field": {"field": "notes"},
+        "rename_field": {"from": "status", "to": "state"},
+        "schema_versioning": {"field": "schemaVersion", "default_version": 2},
+        "polymorphic": {"type_field": "kind", "rules": [{"when_has": "coupon", "type": "promo"}], "default": "plain"},
+        "approximation": {"field": "views", "factor": 10},
+        "computed": {"field": "total2", "expression": "sum(items.price * items.qty)"},
+    },
+    "weather": {
+        "set_field": {"field": "reviewed", "value": True},
+        "unset_field": {"field": "qualityControlProcess"},
+        "rename_field": {"from": "callLetters", "to": "station"},
+        "schema_versioning": {"field": "schemaVersion", "default_version": 2},
+        "polymorphic": {"type_field": "kind", "rules": [{"when_has": "skyCondition", "type": "sky"}], "default": "x"},
+        "approximation": {"field": "elevation", "factor": 10},
+        "computed": {"field": "elevationFt", "expression": "elevation * 3"},
+    },
+}  # fmt: skip
+
+
+class CountingProxy:
+    """A TCP proxy that counts the bytes it forwards, both ways."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.bytes = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            client, _address = self.listener.accept()
+            server = socket.create_connection(self.target)
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(1 << 16):
+                with self.lock:
+                    self.bytes += len(data)
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+
+class Commands(monitoring.CommandListener):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def started(self, event: Any) -> None:
+        if event.command_name not in IGNORED:
+            self.count += 1
+
+    def succeeded(self, event: Any) -> None:
+        pass
+
+    def failed(self, event: Any) -> None:
+        pass
+
+
+def orders(documents: int) -> list[dict[str, Any]]:
+    rng = random.Random(1)
+    found = []
+    for i in range(documents):
+        items = [
+            {"sku": f"S{rng.randint(0, 5000):05d}", "price": round(rng.random() * 100, 2), "qty": rng.randint(1, 5)}
+            for _ in range(rng.randint(1, 8))
+        ]
+        order: dict[str, Any] = {
+            "_id": ObjectId((1_700_000_000 + i).to_bytes(4, "big") + i.to_bytes(8, "big")),
+            "customerId": ObjectId(rng.getrandbits(96).to_bytes(12, "big")),
+            "status": rng.choice(["new", "paid", "shipped"]),
+            "items": items,
+            "tags": [rng.choice(["gift", "express", "b2b"]) for _ in range(rng.randint(0, 4))],
+        }
+        if rng.random() < 0.1:
+            order["coupon"] = {"code": f"C{rng.randint(0, 99):02d}", "percent": 10}
+        if rng.random() < 0.3:
+            order["notes"] = "leave at door"
+        found.append(order)
+    return found
+
+
+def weather(documents: int) -> list[dict[str, Any]]:
+    from mongopat.sources.archive import archive_records
+
+    if not WEATHER_ARCHIVE.exists():
+        sys.exit(f"the weather corpus needs {WEATHER_ARCHIVE}")
+    observations = [bson.decode(raw) for _size, raw in archive_records(WEATHER_ARCHIVE, "sample_weatherdata", "data")]
+    found = []
+    for i in range(documents):
+        document = dict(observations[i % len(observations)])
+        document["_id"] = ObjectId((1_400_000_000 + i).to_bytes(4, "big") + i.to_bytes(8, "big"))
+        found.append(document)
+    return found
+
+
+def server() -> tuple[str, Any]:
+    uri = os.environ.get("MONGOPAT_BENCH_URI")
+    if uri:
+        return uri, None
+    sys.path.insert(0, str(ROOT / "tests"))
+    from server_process import ServerProcess, daemon_path
+
+    program = daemon_path()
+    if program is None:
+        sys.exit("set MONGOPAT_BENCH_URI, or install SecantusDB: pip install -e '.[test]'")
+    process = ServerProcess(Path(tempfile.mkdtemp(prefix="mongopat-bench-")), program)
+    process.start()
+    return process.uri, process
+
+
+def run(uri: str, docs: list[dict[str, Any]], step: str, params: dict[str, Any], client_side: bool,
+        batch_size: int) -> dict[str, Any]:  # fmt: skip
+    direct = pymongo.MongoClient(uri, directConnection=True)
+    address = direct.address or ("127.0.0.1", 27017)
+    name = f"bench_bytes_{os.getpid()}"
+    direct.drop_database(name)
+    direct[name].items.insert_many(docs)
+    data = sum(len(bson.encode(d)) for d in docs)
+    proxy = CountingProxy(*address)
+    commands = Commands()
+    # Heartbeats once an hour: the server monitor's hellos every 10 s would count the run's duration.
+    client = pymongo.MongoClient("127.0.0.1", proxy.port, directConnection=True, event_listeners=[commands],
+                                 heartbeatFrequencyMS=3_600_000)  # fmt: skip
+    folder = Path(tempfile.mkdtemp(prefix="mongopat-bench-"))
+    spec = {"step": step, "collection": "items", **params}
+    (folder / "0001_bench.yaml").write_text(render("0001_bench", step, [spec], "bench"))
+    client.admin.command("ping")
+    before, commands.count = proxy.bytes, 0
+    started = time.perf_counter()
+    Runner(client[name], load_folder(folder), RunOptions(batch_size=batch_size, client_side=client_side)).up()
+    elapsed = time.perf_counter() - started
+    moved = proxy.bytes - before
+    entry = direct[name].mongopat_changelog.find_one({"_id": "0001_bench"})["steps"][0]
+    client.close()
+    direct.drop_database(name)
+    direct.close()
+    return {"bytes": moved, "data": data, "commands": commands.count, "seconds": elapsed,
+            "in_server": entry.get("in_server")}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=1000)
+    parser.add_argument("--batch-size", type=int, default=1000, help="migrate up's default: 1000")
+    parser.add_argument("--corpus", nargs="+", choices=sorted(STEPS), default=sorted(STEPS))
+    parser.add_argument("--step", nargs="+", default=None, help="only these steps")
+    args = parser.parse_args()
+    uri, process = server()
+    try:
+        summary = []
+        for corpus in args.corpus:
+            make = orders if corpus == "orders" else weather
+            small, large = make(args.documents), make(2 * args.documents)
+            size = sum(len(bson.encode(d)) for d in small)
+            each = size / len(small)
+            print(f"\n{corpus}: {len(small):,} and {len(large):,} documents, {each:,.0f} bytes each on average")
+            print(f"  {'path':<12} {'step':<18} {'bytes/byte':>10} {'a batch more':>13} {'cmds/1k docs':>12}")
+            for step, params in STEPS[corpus].items():
+                if args.step and step not in args.step:
+                    continue
+                ratios: dict[bool, float] = {}
+                for client_side in (False, True):
+                    one = run(uri, small, step, params, client_side, args.batch_size)
+                    if not one["in_server"] and not client_side:
+                        client_side = True  # the step needs Python: its run was the client side's
+                    path = "client side" if client_side else "in server"
+                    if client_side:  # about 4.5 bytes a byte whatever the size: one run
+                        ratios[True] = one["bytes"] / one["data"]
+                        print(f"  {path:<12} {step:<18} {ratios[True]:>10.3f} {'':>13}"
+                              f" {one['commands'] * 1000 / len(small):>12.1f}")  # fmt: skip
+                        break
+                    # One more batch: what a batch of --batch-size documents costs, apart from a run's fixed
+                    # commands (changelog, lock, verification).
+                    two = run(uri, large, step, params, client_side, args.batch_size)
+                    ratios[False] = (two["bytes"] - one["bytes"]) / (two["data"] - one["data"])
+                    print(f"  {path:<12} {step:<18} {two['bytes'] / two['data']:>10.3f} {ratios[False]:>13.4f}"
+                          f" {two['commands'] * 1000 / len(large):>12.1f}")  # fmt: skip
+                summary.append((corpus, step, ratios.get(False), ratios[True]))
+        print("\nsummary: bytes per byte of collection data a batch more costs (target <= 0.05 inside the server)")
+        for corpus, step, inside, outside in summary:
+            shown = "needs Python" if inside is None else f"{inside:.4f} ({'ok' if inside <= 0.05 else 'OVER'})"
+            print(f"  {corpus:<8} {step:<18} in server {shown}, client side {outside:.2f}")
+    finally:
+        if process is not None:
+            process.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""Document steps a server computes itself (``runtime_in_server.py``): the same documents as the client-side
+transform, byte for byte, a ``down`` that restores them, resumption after a crash, and the cases that stay
+on the client side. The races with an application are in ``test_online.py`` (the same harness drives both
+paths: on the server lane these steps run inside the server)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import bson
+import pytest
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
+
+from mongopat.migrate.runner import RunOptions
+from mongopat.migrate.runtime import Runner
+from mongopat.migrate.script import load_folder, render
+
+STEPS: dict[str, dict[str, Any]] = {
+    "set_field": {"field": "flag", "value": {"on": True, "since": 3}},
+    "set_field_missing": {"field": "status", "value": "new", "only_missing": True},
+    "unset_field": {"field": "legacy"},
+    "rename_field": {"from": "note", "to": "remark"},
+    "rename_onto_existing": {"from": "note", "to": "status"},
+    "schema_versioning": {"field": "v", "default_version": 2, "rules": [{"when_has": "legacy", "version": 1}]},
+    "polymorphic": {"type_field": "kind", "rules": [{"when_missing": "note", "type": "bare"}], "default": None},
+    "polymorphic_default": {"type_field": "kind", "rules": [{"when_has": "fee", "type": "paid"}], "default": "x"},
+    "approximation": {"field": "likes", "factor": 10},
+}
+STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_field",
+             "polymorphic_default": "polymorphic"}  # fmt: skip
+
+
+def documents(count: int, seed: int = 1) -> list[dict[str, Any]]:
+    """Documents whose fields come and go, with values of every kind a transform may meet."""
+    rng = random.Random(seed)
+    found = []
+    for i in range(count):
+        doc: dict[str, Any] = {"_id": i}
+        for name, make in (
+            ("status", lambda: rng.choice(["a", "b"])),
+            ("price", lambda: rng.choice([3, 2.5, bson.Int64(7), None, "x", True, bson.Decimal128("1.10")])),
+            ("qty", lambda: rng.choice([1, 2, 0])),
+            ("fee", lambda: rng.choice([0, 4, 1.5])),
+            ("note", lambda: rng.choice(["n", None, {"deep": [1, {"x": 2}]}])),
+            ("legacy", lambda: 1),
+            ("likes", lambda: rng.choice([5, "many", None, 2.0])),
+        ):
+            if rng.random() < 0.75:
+                doc[name] = make()
+        found.append(doc)
+    return found
+
+
+def migration(tmp_path: Any, case: str) -> Any:
+    folder = tmp_path / case
+    folder.mkdir()
+    spec = {"step": STEP_TYPE.get(case, case), "collection": "items", **STEPS[case]}
+    (folder / "0001_step.yaml").write_text(render("0001_step", spec["step"], [spec], "test"))
+    return folder
+
+
+def raw_documents(db: Any, name: str) -> dict[Any, bytes]:
+    raw = db[name].with_options(codec_options=CodecOptions(document_class=RawBSONDocument))
+    return {bson.decode(d.raw)["_id"]: d.raw for d in raw.find()}
+
+
+def step_state(db: Any) -> dict[str, Any]:
+    return db.mongopat_changelog.find_one({"_id": "0001_step"})["steps"][0]
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", sorted(STEPS))
+def test_the_server_writes_the_bytes_the_client_side_transform_writes(mongo, tmp_path, case):
+    client_db, server_db = mongo.client[mongo.db_name + "_c"], mongo.db
+    try:
+        for db in (client_db, server_db):
+            db.items.insert_many(documents(60))
+        folder = migration(tmp_path, case)
+        before = raw_documents(server_db, "items")
+        Runner(client_db, load_folder(folder), RunOptions(batch_size=7, client_side=True)).up()
+        Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).up()
+        assert step_state(server_db)["in_server"] is True
+        assert step_state(client_db)["client_side"] == "--client-side"
+        assert raw_documents(server_db, "items") == raw_documents(client_db, "items")
+        assert Runner(server_db, load_folder(folder)).verify() == {"0001_step": []}
+        Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).down("base")
+        assert raw_documents(server_db, "items") == before  # every document left alone: its bytes back
+        assert server_db.mongopat_backup.count_documents({}) == 0
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_c")
+
+
+@pytest.mark.server_only("the server computes the transform")
+def test_down_keeps_what_the_application_changed_after_an_up_inside_the_server(mongo, tmp_path):
+    db = mongo.db
+    db.items.insert_many(documents(30))
+    folder = migration(tmp_path, "rename_field")
+    Runner(db, load_folder(folder), RunOptions(batch_size=4)).up()
+    untouched = raw_documents(db, "items")
+    changed = [d["_id"] for d in db.items.find({"remark": {"$exists": True}}, {"_id": 1}).limit(3)]
+    db.items.update_many({"_id": {"$in": changed}}, {"$set": {"status": "app"}})
+    Runner(db, load_folder(folder), RunOptions(batch_size=4)).down("base")
+    for doc in db.items.find({"_id": {"$in": changed}}):
+        assert doc["status"] == "app" and "note" in doc and "remark" not in doc
+    assert not db.items.count_documents({"remark": {"$exists": True}})
+    assert untouched.keys() == raw_documents(db, "items").keys()
+
+
+@pytest.mark.server_only("the server computes the transform")
+def test_a_run_stopped_after_any_batch_resumes_to_the_same_bytes(mongo, tmp_path):
+    reference_db, db = mongo.client[mongo.db_name + "_r"], mongo.db
+    try:
+        for target in (reference_db, db):
+            target.items.insert_many(documents(50, seed=4))
+        folder = migration(tmp_path, "polymorphic_default")
+        Runner(reference_db, load_folder(folder), RunOptions(batch_size=6)).up()
+        for stop_at in (6, 18, 30):
+            def crash(_migration: str, _index: int, done: int, stop_at: int = stop_at) -> None:
+                if done >= stop_at:
+                    raise RuntimeError("injected crash")
+
+            with pytest.raises(RuntimeError, match="injected crash"):
+                Runner(db, load_folder(folder), RunOptions(batch_size=6, on_batch=crash)).up()
+            assert step_state(db)["in_server"] is True
+        Runner(db, load_folder(folder), RunOptions(batch_size=6)).up()
+        assert raw_documents(db, "items") == raw_documents(reference_db, "items")
+        assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_r")
+
+
+@pytest.mark.server_only("the server computes the transform")
+def test_a_document_changed_between_its_backup_and_its_rewrite_is_left_to_the_catch_up(mongo, tmp_path):
+    db = mongo.db
+    db.items.insert_many(documents(20))
+    folder = migration(tmp_path, "set_field")
+    runner = Runner(db, load_folder(folder), RunOptions(batch_size=50))
+    backups = db.mongopat_backup
+    original_aggregate = type(backups).aggregate
+    changed: list[Any] = []
+
+    def aggregate(self: Any, pipeline: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "mongopat_backup" and not changed:  # the first rewrite: the application writes first
+            db.items.update_one({"_id": 3}, {"$set": {"status": "app", "flag": "mine"}})
+            db.items.update_one({"_id": 5}, {"$inc": {"qty": 100}})
+            changed.extend([3, 5])
+        return original_aggregate(self, pipeline, *args, **kwargs)
+
+    type(backups).aggregate = aggregate  # type: ignore[method-assign]
+    try:
+        runner.up()
+    finally:
+        type(backups).aggregate = original_aggregate  # type: ignore[method-assign]
+    three, five = db.items.find_one({"_id": 3}), db.items.find_one({"_id": 5})
+    assert three["status"] == "app" and three["flag"] == {"on": True, "since": 3}  # caught up from its new version
+    assert five["qty"] >= 100 and five["flag"] == {"on": True, "since": 3}
+    stats = step_state(db)["stats"]
+    assert stats["conflicts"] == 2 and stats["caught_up"] == 2 and stats["pending_left"] == 0
+
+
+@pytest.mark.server_only("a decision about a server")
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ({"step": "set_field", "field": "a.b", "value": 1}, "needs Python"),
+        # A double meets a Decimal128 in mongopat's arithmetic by its shortest representation, in the
+        # server's by 15 digits: the two would store different bytes, so computed stays in Python.
+        ({"step": "computed", "field": "t", "expression": "price * qty"}, "needs Python"),
+        ({"step": "set_field", "field": "flag", "value": 1, "mixed_ids": True}, "several BSON types"),
+    ],
+)
+def test_steps_the_server_cannot_compute_run_on_the_client_side(mongo, tmp_path, spec, why):
+    db = mongo.db
+    db.items.insert_many(documents(10))
+    spec = dict(spec)
+    if spec.pop("mixed_ids", False):
+        db.items.insert_one({"_id": "text", "price": 1})
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "0001_step.yaml").write_text(render("0001_step", spec["step"], [{"collection": "items", **spec}], "t"))
+    Runner(db, load_folder(folder), RunOptions(batch_size=4)).up()
+    state = step_state(db)
+    assert state["in_server"] is False and why in state["client_side"]
+
+
+def test_the_embedded_engine_takes_every_step_on_the_client_side(mongo, tmp_path):
+    db = mongo.db
+    db.items.insert_many(documents(10))
+    folder = migration(tmp_path, "unset_field")
+    Runner(db, load_folder(folder), RunOptions(batch_size=4)).up()
+    state = step_state(db)
+    if mongo.real:
+        assert state["in_server"] is True and state["client_side"] is None
+    else:
+        assert state["in_server"] is False and state["client_side"] == "the embedded engine runs no $merge"
+    assert not db.items.count_documents({"legacy": {"$exists": True}})
