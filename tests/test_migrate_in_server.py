@@ -117,6 +117,7 @@ def test_a_run_stopped_after_any_batch_resumes_to_the_same_bytes(mongo, tmp_path
         folder = migration(tmp_path, "polymorphic_default")
         Runner(reference_db, load_folder(folder), RunOptions(batch_size=6)).up()
         for stop_at in (6, 18, 30):
+
             def crash(_migration: str, _index: int, done: int, stop_at: int = stop_at) -> None:
                 if done >= stop_at:
                     raise RuntimeError("injected crash")

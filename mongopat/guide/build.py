@@ -75,7 +75,7 @@ def build_guides(
             for step in migration.steps:
                 STEP_OPERATIONS[step.name].rewrite_read(after, step, evidence)
             after.tidy()
-            renamed = {s.collection for s in migration.steps if s.name == "rename_collection"}
+            renamed = {s.collection for s in migration.steps if STEP_OPERATIONS[s.name].renames_collection}
             for name in sorted(joined - renamed - {plan.collection}):
                 after.notes.append(f"joins {name}, which this migration changes: check the joined fields by hand")
             plans[index] = after

@@ -444,6 +444,7 @@ class DumpRunner(RunnerBase):
                 read, stats = self._write_buckets(step, documents, writer(step.collection), migration_id, index)
             else:
                 ctx = self._context(step)
+                operation = OPERATIONS[step.name]
                 main = writer(step.collection)
                 for side in step.created_collections():
                     writer(side)  # created even when empty, so down and verify find it
@@ -453,8 +454,8 @@ class DumpRunner(RunnerBase):
                     for name, docs in result.side.items():
                         for side_doc in docs:
                             writer(name).write(side_doc)
-                    if step.name in ("subset", "outlier") and isinstance(doc.get(step.params["field"]), list):
-                        stats["elements"] = stats.get("elements", 0) + len(doc[step.params["field"]])
+                    for key, amount in operation.file_stats(doc, step).items():
+                        stats[key] = stats.get(key, 0) + amount
                     read += 1
                     if read % self.options.batch_size == 0:
                         self._hook(migration_id, index, read)

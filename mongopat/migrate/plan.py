@@ -10,16 +10,11 @@ from typing import Any
 
 from mongopat.errors import InputError
 from mongopat.json_schema import validator_problem
+from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.safety import refusals
 from mongopat.migrate.script import load_folder, next_number, render, slug
 from mongopat.migrate.steps import Step, StepError, build_step
 from mongopat.validators import analysed, collection_schema
-
-PLAN_ORDER = {
-    "computed": 0, "pre_aggregation": 0, "extended_reference": 0, "tree": 0, "schema_versioning": 1,
-    "polymorphic": 1, "attribute": 1, "map_to_array": 1, "approximation": 1, "document_versioning": 2, "subset": 3,
-    "outlier": 3, "bucket": 4, "create_index": 5, "drop_index": 5,
-}  # fmt: skip
 
 
 @dataclass
@@ -67,7 +62,7 @@ def plan(
     files, notes = [], []
     # Steps that add or reshape fields run before those that cut arrays (a total computed over the items
     # must see all of them), regrouping last, index changes after that.
-    ordered = sorted(recommendations, key=lambda r: PLAN_ORDER.get(((r.get("migration") or {}).get("step")), 9))
+    ordered = sorted(recommendations, key=_plan_order)
     for rec in ordered:
         if only and not ({rec.get("code"), rec.get("pattern"), rec.get("collection")} & set(only)):
             continue
@@ -167,3 +162,9 @@ def validator_after(
             "validation_action": "warn",
         }
     ], None
+
+
+def _plan_order(recommendation: dict[str, Any]) -> int:
+    name = (recommendation.get("migration") or {}).get("step")
+    operation = STEP_OPERATIONS.get(name) if isinstance(name, str) else None
+    return operation.plan_order if operation is not None else 9

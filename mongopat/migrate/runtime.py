@@ -340,10 +340,11 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
             self._finish_document_step(step)
             return outcome
         kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
-        if step.name in ("subset", "outlier"):
-            # The application reads a document's full list or overflow by parentId, and so do reruns.
-            for created in step.created_collections():
-                self.db[created].create_index([("parentId", ASCENDING)])
+        # Indexes of the collections the step creates first: the application reads a subset's full list or
+        # an outlier's overflow by parentId from the start, and so do reruns. The collection's own last.
+        for collection, keys in OPERATIONS[step.name].indexes(step):
+            if collection != step.collection:
+                self.db[collection].create_index(list(keys.items()))
         workers = self.options.workers or 1
         if workers > 1 or state.get("ranges"):
             ranges = state.get("ranges") or self._ranges(migration_id, index, name, workers)
@@ -423,8 +424,9 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
         return migrated
 
     def _finish_document_step(self, step: Step) -> None:
-        if step.name in ("attribute", "map_to_array") and step.params.get("index"):
-            self.db[step.collection].create_index(list(step.params["index"].items()))
+        for collection, keys in OPERATIONS[step.name].indexes(step):
+            if collection == step.collection:
+                self.db[collection].create_index(list(keys.items()))
 
     def _apply_batch(
         self,
@@ -501,7 +503,7 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
             if replay:
                 # Side documents of an older version (a lost race, a replayed batch) go first: subset's and
                 # outlier's by parent, so that a shorter list leaves none behind; others by their _id.
-                if step.name in ("subset", "outlier"):
+                if OPERATIONS[step.name].side_collections:
                     self.db[collection].delete_many({"parentId": {"$in": [doc["_id"] for doc, _ in results]}})
                 else:
                     self.db[collection].delete_many({"_id": {"$in": [d["_id"] for d in documents]}})
@@ -526,9 +528,8 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
         gone = [ident for ident in ids if hashable_key(ident) not in now]
         if gone:
             count(stats, "deleted_meanwhile", len(gone))
-            if step.name in ("subset", "outlier"):
-                for collection in step.created_collections():
-                    self.db[collection].delete_many({"parentId": {"$in": gone}})
+            for parameter in operation.side_collections:
+                self.db[step.params[parameter]].delete_many({"parentId": {"$in": gone}})
         return [(raw, doc) for raw, doc in now.values() if operation.is_pending(doc, step)]
 
     # -- parallel workers over _id ranges ---------------------------------------------------------
@@ -737,14 +738,15 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
                     self.lock.renew()
             if chunk:
                 unresolved.extend(self._revert_documents(step, chunk, state))
-            if step.name in ("subset", "outlier"):
-                unresolved.extend(self._revert_new_shape(migration_id, index, step, unresolved))
+            marker = OPERATIONS[step.name].new_shape_marker(step)
+            if marker is not None:
+                unresolved.extend(self._revert_new_shape(migration_id, index, step, marker, unresolved))
             for created in step.created_collections():
                 db[created].drop()
-            if step.name in ("attribute", "map_to_array") and step.params.get("index"):
-                # The index may never have been created, or be gone already.
-                with contextlib.suppress(OperationFailure, PyMongoError, KeyError, ValueError):
-                    db[name].drop_index(list(step.params["index"].items()))
+            for collection, keys in OPERATIONS[step.name].indexes(step):
+                if collection == name:  # it may never have been created, or be gone already
+                    with contextlib.suppress(OperationFailure, PyMongoError, KeyError, ValueError):
+                        db[name].drop_index(list(keys.items()))
             if unresolved:
                 # Their originals stay kept: the documents are left as the application wrote them.
                 keep = [backup_id(migration_id, index, name, ident) for ident in unresolved]
@@ -771,11 +773,10 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
         elif step.type.kind == "collection":
             COLLECTION_OPERATIONS[step.name].revert(step, self._catalog(migration_id, index, state))
 
-    def _revert_new_shape(self, migration_id: str, index: int, step: Step, skip: list[Any]) -> list[Any]:
+    def _revert_new_shape(self, migration_id: str, index: int, step: Step, marker: str, skip: list[Any]) -> list[Any]:
         """Documents the application wrote in the new shape after ``up`` (no backup: their elements are in
         the side collection ``down`` is about to drop) are merged back by the step's inverse, as a changed
         document is; returns the _ids it could not."""
-        marker = step.params["flag_field"] if step.name == "outlier" else f"{step.params['field']}Count"
         side = self.db[step.created_collections()[0]]
         unresolved: list[Any] = []
         query = {marker: {"$exists": True}, **({"_id": {"$nin": skip}} if skip else {})}

@@ -31,7 +31,7 @@ def refusals(step: Step, info: dict[str, Any]) -> list[str]:
     shard_key = info.get("shard_key") or {}
     if shard_key:
         key_fields = {name.split(".")[0] for name in shard_key}
-        if step.name == "rename_collection":
+        if STEP_OPERATIONS[step.name].renames_collection:
             reasons.append(
                 f"{step.collection} is sharded on {dict(shard_key)}: {step.name} would rename a sharded collection"
             )

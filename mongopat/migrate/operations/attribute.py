@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 
 class Operation(DocumentOperation):
+    plan_order = 1
     type = StepType(
         "attribute",
         "document",

@@ -90,6 +90,13 @@ class StepOperation:
     """One step type; subclasses live one per module of this package."""
 
     type: ClassVar[StepType]
+    # The step gives its collection another name: MongoDB renames no sharded collection, and the guide
+    # cannot follow a join into it.
+    renames_collection: ClassVar[bool] = False
+    # Where ``migrate plan`` puts the step among a collection's recommendations: steps that only add fields
+    # first (0), then those that reshape fields (1), copy history (2), move elements out (3), regroup
+    # documents (4) and change indexes (5); 9 for steps no recommendation plans.
+    plan_order: ClassVar[int] = 9
 
     @property
     def name(self) -> str:
@@ -169,8 +176,18 @@ class CollectionOperation(StepOperation):
 class DocumentOperation(StepOperation):
     """A step that rewrites each document of its collection in place."""
 
-    # Collections (parameter names) whose documents, keyed by ``parentId``, the inverse needs.
+    # Collections (parameter names) whose documents, keyed by ``parentId``, the inverse needs. A document's
+    # side documents there are replaced as a whole when it is written again, and go when it goes.
     side_collections: ClassVar[tuple[str, ...]] = ()
+
+    def new_shape_marker(self, step: Step) -> str | None:
+        """The field a document written in the new shape holds (by ``up`` or by the application), for steps
+        with side collections: ``down`` merges back the documents the application wrote so."""
+        return None
+
+    def file_stats(self, doc: Document, step: Step) -> dict[str, int]:
+        """Figures of an original document a dump-folder run adds up for :meth:`verify_files`."""
+        return {}
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         raise NotImplementedError

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 class Operation(StepOperation):
+    plan_order = 4
     """The step's type; what a run does is in the module's functions below (in place on a server) and in
     :class:`BucketBuilder` (a dump folder's rebuilt file)."""
 

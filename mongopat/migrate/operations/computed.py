@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 
 class Operation(AddsFields):
+    plan_order = 0
     type = StepType(
         "computed",
         "document",

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 
 class Operation(CollectionOperation):
+    plan_order = 5
     type = StepType(
         "create_index",
         "collection",

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 class Operation(AddsFields):
+    plan_order = 2
     type = StepType(
         "document_versioning",
         "document",

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 
 class Operation(CollectionOperation):
+    plan_order = 5
     type = StepType("drop_index", "collection", {"name": Param(STR)}, "drop an index")
 
     def apply(self, step: Step, catalog: Catalog) -> None:

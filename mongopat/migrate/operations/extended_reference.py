@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 
 class Operation(AddsFields):
+    plan_order = 0
     type = StepType(
         "extended_reference",
         "document",

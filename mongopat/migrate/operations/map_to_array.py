@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 
 class Operation(DocumentOperation):
+    plan_order = 1
     type = StepType(
         "map_to_array",
         "document",

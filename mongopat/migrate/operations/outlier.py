@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 
 class Operation(DocumentOperation):
+    plan_order = 3
     type = StepType(
         "outlier",
         "document",
@@ -151,6 +152,13 @@ class Operation(DocumentOperation):
         }
 
     side_collections = ("overflow_collection",)
+
+    def new_shape_marker(self, step: Step) -> str | None:
+        return step.params["flag_field"]
+
+    def file_stats(self, doc: Document, step: Step) -> dict[str, int]:
+        elements = doc.get(step.params["field"])
+        return {"elements": len(elements)} if isinstance(elements, list) else {}
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         name, limit = step.params["field"], step.params["threshold"]

@@ -21,6 +21,7 @@ from mongopat.migrate.transforms import Context, Document, Result, matches_rule
 
 
 class Operation(AddsFields):
+    plan_order = 1
     type = StepType(
         "polymorphic",
         "document",

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 class Operation(AddsFields):
+    plan_order = 0
     type = StepType(
         "pre_aggregation",
         "document",

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 class Operation(CollectionOperation):
+    renames_collection = True
     type = StepType("rename_collection", "collection", {"to": Param(STR)}, "rename the collection")
 
     def apply(self, step: Step, catalog: Catalog) -> None:

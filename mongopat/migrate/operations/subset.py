@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 class Operation(DocumentOperation):
+    plan_order = 3
     type = StepType(
         "subset",
         "document",
@@ -157,6 +158,13 @@ class Operation(DocumentOperation):
         }
 
     side_collections = ("full_collection",)
+
+    def new_shape_marker(self, step: Step) -> str | None:
+        return f"{step.params['field']}Count"
+
+    def file_stats(self, doc: Document, step: Step) -> dict[str, int]:
+        elements = doc.get(step.params["field"])
+        return {"elements": len(elements)} if isinstance(elements, list) else {}
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         name = step.params["field"]
