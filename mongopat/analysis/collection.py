@@ -157,10 +157,16 @@ class CollectionAnalysis:
 
     def _walk(self) -> None:
         if self._pending:
+            first = self.documents == len(self._pending)
             self._walk_pending()
-            self._batch = max(self.options.flush_every, self.options.flush_per_path * self.root.paths())
+            if first:  # the batch size follows the paths seen, counted again at each fold (a walk over them)
+                self._size_batches()
+
+    def _size_batches(self) -> None:
+        self._batch = max(self.options.flush_every, self.options.flush_per_path * self.root.paths())
 
     def _summarize(self) -> None:
+        self._size_batches()
         self.root.flush()
         self.id_profile.add_many(self._id_epochs)  # type: ignore[arg-type]
         self._id_epochs = []

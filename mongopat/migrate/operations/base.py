@@ -289,6 +289,15 @@ def rule_condition(rule: dict[str, Any]) -> dict[str, Any]:
     return {"$and": parts}
 
 
+def first_rule(rules: list[dict[str, Any]], value: str, default: Any) -> Any:
+    """An aggregation expression: ``rule[value]`` of the first rule that matches (as the transforms take
+    it), else ``default`` (an expression)."""
+    if not rules:
+        return default
+    branches = [{"case": rule_condition(rule), "then": {"$literal": rule[value]}} for rule in rules]
+    return {"$switch": {"branches": branches, "default": default}}
+
+
 def rule_paths(params: dict[str, Any]) -> list[str]:
     return [rule[key] for rule in params.get("rules") or [] for key in ("when_has", "when_missing") if key in rule]
 

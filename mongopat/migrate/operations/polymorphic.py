@@ -13,7 +13,7 @@ from mongopat.migrate.operations.base import (
     Step,
     StepType,
     check_rules,
-    rule_condition,
+    first_rule,
     rule_paths,
     top_level,
 )
@@ -59,9 +59,7 @@ class Operation(AddsFields):
             return None
         # No rule matched and no default: the field is not set ($$REMOVE), as the transform leaves it.
         default = "$$REMOVE" if p["default"] is None else {"$literal": p["default"]}
-        branches = [{"case": rule_condition(rule), "then": {"$literal": rule["type"]}} for rule in p["rules"]]
-        value = {"$switch": {"branches": branches, "default": default}} if branches else default
-        return [{"$set": {p["type_field"]: value}}]
+        return [{"$set": {p["type_field"]: first_rule(p["rules"], "type", default)}}]
 
     def check(self, params: dict[str, Any]) -> None:
         check_rules(self.type.name, params)

@@ -13,7 +13,7 @@ from mongopat.migrate.operations.base import (
     Step,
     StepType,
     check_rules,
-    rule_condition,
+    first_rule,
     rule_paths,
     top_level,
 )
@@ -62,11 +62,7 @@ class Operation(AddsFields):
         p = step.params
         if not top_level(p["field"], *rule_paths(p)):
             return None
-        version: Any = {"$literal": p["default_version"]}
-        if p["rules"]:  # the first rule that matches, as the transform takes it
-            branches = [{"case": rule_condition(rule), "then": {"$literal": rule["version"]}} for rule in p["rules"]]
-            version = {"$switch": {"branches": branches, "default": version}}
-        return [{"$set": {p["field"]: version}}]
+        return [{"$set": {p["field"]: first_rule(p["rules"], "version", {"$literal": p["default_version"]})}}]
 
     def check(self, params: dict[str, Any]) -> None:
         check_rules(self.type.name, params)
