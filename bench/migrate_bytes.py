@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import os
 import random
+import signal
 import socket
 import sys
 import tempfile
@@ -208,6 +209,7 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="+", choices=sorted(STEPS), default=sorted(STEPS))
     parser.add_argument("--step", nargs="+", default=None, help="only these steps")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a killed bench stops its daemon too (finally)
     uri, process = server()
     try:
         summary = []
