@@ -27,8 +27,8 @@ from pymongo import monitoring
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mongopat.expressions import evaluate, parse  # noqa: E402
-from mongopat.migrate.runtime import Runner, RunOptions  # noqa: E402
 from mongopat.migrate.script import load_folder, render  # noqa: E402
+from mongopat.migrate.server_runner import Runner, RunOptions  # noqa: E402
 
 IGNORED = {"hello", "ismaster", "isMaster", "endSessions", "ping", "buildinfo", "buildInfo"}
 

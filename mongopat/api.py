@@ -45,7 +45,7 @@ def load(directory: str | Path) -> list[Any]:
 
 
 def _runner(db: Any, directory: str | Path, options: dict[str, Any]) -> Any:
-    from mongopat.migrate.runtime import Runner
+    from mongopat.migrate.server_runner import Runner
 
     settings = run_options(**options)
     concern = settings.write_concern

@@ -736,7 +736,7 @@ def migrate_plan(
 def _transformed_sample(target: Any) -> Any:
     """A sample of a collection as a step would leave it, from the target (read only). Taken once per step:
     the files written after confirmation hold what the first pass showed."""
-    from mongopat.migrate.runtime import Runner
+    from mongopat.migrate.server_runner import Runner
 
     runner = Runner(target.db, [])
     taken: dict[str, list[dict[str, Any]]] = {}

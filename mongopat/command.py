@@ -249,7 +249,7 @@ def draft_access(
 
 
 def _dump_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> RunnerBase:
-    from mongopat.migrate.dump_runtime import DumpRunner
+    from mongopat.migrate.dump_runner import DumpRunner
     from mongopat.migrate.script import load_folder
 
     if spec.uri:
@@ -387,7 +387,7 @@ def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = Non
 def _migration_lock(spec: SourceSpec) -> Iterator[Any]:
     """The migration lock of a deployment or dump folder (the lease every ``migrate`` run takes)."""
     if spec.dump:
-        from mongopat.migrate.dump_runtime import DumpRunner
+        from mongopat.migrate.dump_runner import DumpRunner
 
         if spec.uri:
             raise InputError("give either --uri or --dump, not both")

@@ -16,8 +16,8 @@ from bson import ObjectId
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
-from mongopat.migrate.runtime import Runner, RunOptions
 from mongopat.migrate.script import load_folder, render
+from mongopat.migrate.server_runner import Runner, RunOptions
 
 
 class Boom(RuntimeError):

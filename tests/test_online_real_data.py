@@ -22,8 +22,8 @@ from test_online_buckets import SEEDS, ReadingsApplication, check_writes_kept, e
 from mongopat.command import analyze, recommend
 from mongopat.migrate.operations import OPERATIONS, bucket, transform
 from mongopat.migrate.runner import RunOptions
-from mongopat.migrate.runtime import Runner
 from mongopat.migrate.script import load_folder, render
+from mongopat.migrate.server_runner import Runner
 from mongopat.migrate.steps import build_step
 from mongopat.sources import SourceSpec, open_source
 from tests.conftest import first_seeds_only

@@ -9,10 +9,10 @@ import pytest
 from pymongo.errors import AutoReconnect, CursorNotFound, NetworkTimeout, NotPrimaryError, OperationFailure
 
 from mongopat.errors import OperationFailed
-from mongopat.migrate.dump_runtime import DumpRunner
-from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
-from mongopat.migrate.runtime import Runner, RunOptions
+from mongopat.migrate.dump_runner import DumpRunner
 from mongopat.migrate.script import load_folder
+from mongopat.migrate.server_runner import Runner, RunOptions
+from mongopat.migrate.throttling import LagGuard, Throttle, backoff, is_transient
 from tests.test_migrate_dump import _big_dump
 from tests.test_migrate_dump import write as write_migration
 from tests.test_migrate_runtime import STEPS, _final_state_without_faults, load, snapshot, write
@@ -164,7 +164,7 @@ def test_lag_not_permitted_is_skipped_with_a_note():
 
 def test_plan_refuses_shard_key_changes_and_validator_violations(tmp_path):
     from mongopat.migrate.plan import plan
-    from mongopat.migrate.safety import refusals
+    from mongopat.migrate.plan_refusals import refusals
     from mongopat.migrate.steps import build_step
 
     sharded = {"shard_key": {"customerId": 1, "createdAt": 1}, "validator": None}

@@ -23,8 +23,8 @@ from mongopat.cli import app
 from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
-from mongopat.migrate.runtime import Runner
 from mongopat.migrate.script import load_folder
+from mongopat.migrate.server_runner import Runner
 from tests.conftest import write_bson_dump
 from tests.server_process import wait_for
 from tests.test_migrate_runtime import STEPS as RUNTIME_STEPS

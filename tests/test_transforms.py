@@ -9,7 +9,7 @@ from mongopat.migrate.operations import transform
 from mongopat.migrate.operations.bucket import bucket_documents, unbucket
 from mongopat.migrate.operations.tree import TreeCycleError, ancestors_of
 from mongopat.migrate.steps import StepError, build_step
-from mongopat.migrate.transforms import Context
+from mongopat.migrate.transform_api import Context
 
 
 def step(name, **params):

@@ -15,7 +15,7 @@ from typing import Any
 
 from mongopat.guide.build import MigrationGuide
 from mongopat.guide.proof import ProofResult, prove
-from mongopat.migrate.dump_runtime import CHANGELOG_FILE, DumpRunner, _documents, backup_name
+from mongopat.migrate.dump_runner import CHANGELOG_FILE, DumpRunner, _documents, backup_name
 from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES
 
 _SUFFIXES = BSON_SUFFIXES + JSON_SUFFIXES

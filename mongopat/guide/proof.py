@@ -29,7 +29,7 @@ from mongopat.guide.placeholders import bind, names
 from mongopat.guide.reads import ReadPlan
 from mongopat.guide.sample import Sample
 from mongopat.guide.writes import WritePlan, run
-from mongopat.migrate.transforms import get_path
+from mongopat.migrate.transform_api import get_path
 
 _MISSING = "<missing>"
 UNBOUND = object()  # a parameter the sampled document has no value for

@@ -17,7 +17,7 @@ from bson import ObjectId
 from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.operations.base import Step
-from mongopat.migrate.transforms import Context, Document, Result
+from mongopat.migrate.transform_api import Context, Document, Result
 
 
 @dataclass

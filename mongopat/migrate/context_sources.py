@@ -1,13 +1,13 @@
-"""Where steps read the other documents their transforms need (:class:`~mongopat.migrate.transforms.
+"""Where steps read the other documents their transforms need (:class:`~mongopat.migrate.transform_api.
 ContextSource`): a database (a server, the embedded engine, the guide's scratch copy) and the placeholders of
-a preview. A dump folder's reads its files (``dump_runtime.py``)."""
+a preview. A dump folder's reads its files (``dump_runner.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from mongopat.migrate.transforms import Document
+from mongopat.migrate.transform_api import Document
 
 
 class DatabaseDocuments:

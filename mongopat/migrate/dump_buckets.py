@@ -10,7 +10,7 @@ is the same bytes whatever the number of workers.
 
 Readings are copied into their bucket as parsed, Extended JSON wrappers and all: only the series key, the
 time and the measurements are looked at. Files this path cannot take (BSON, canonical Extended JSON,
-``--jsonArray``) are bucketed from decoded documents by the dump runtime instead.
+``--jsonArray``) are bucketed from decoded documents by the dump runner instead.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 from mongopat.errors import InputError
 from mongopat.json_schema import validator_problem
 from mongopat.migrate.operations import STEP_OPERATIONS
-from mongopat.migrate.safety import refusals
+from mongopat.migrate.plan_refusals import refusals
 from mongopat.migrate.script import load_folder, next_number, render, slug
 from mongopat.migrate.steps import Step, StepError, build_step
 from mongopat.validators import analysed, collection_schema

@@ -17,7 +17,7 @@ from mongopat.migrate.context_sources import Placeholders
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.operations.bucket import bucket_documents
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Context
+from mongopat.migrate.transform_api import Context
 
 PLACEHOLDERS: dict[str, Any] = {
     "string": "<string>",

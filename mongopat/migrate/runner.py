@@ -1,6 +1,6 @@
 """What every backend's runner shares: the run options, the status of each migration, the pending list,
-the order of a rollback. The server runner (:mod:`mongopat.migrate.runtime`) and the dump-folder runner
-(:mod:`mongopat.migrate.dump_runtime`) implement the steps; neither this module nor the dump runner loads
+the order of a rollback. The server runner (:mod:`mongopat.migrate.server_runner`) and the dump-folder runner
+(:mod:`mongopat.migrate.dump_runner`) implement the steps; neither this module nor the dump runner loads
 pymongo, so runs on a dump folder start quickly.
 """
 
@@ -8,13 +8,31 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LockLost, utcnow
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
+
+# Rounds of re-reading and re-transforming documents whose conditional write lost to the application's.
+CONFLICT_ROUNDS = 5
+# Passes over the documents still in the old shape after a step's scan.
+CATCH_UP_PASSES = 5
+
+
+@dataclass
+class StepOutcome:
+    """What a step did: documents read and written, and its figures (conflicts, caught up, ...)."""
+
+    read: int = 0
+    written: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def count(stats: dict[str, Any], key: str, amount: int = 1) -> None:
+    stats[key] = stats.get(key, 0) + amount
 
 
 @dataclass
@@ -34,7 +52,7 @@ class RunOptions:
     # bucketing one large JSON file (None: one per CPU, at most 4).
     workers: int | None = None
     # Server: take every document step on the client side, even one the server could compute itself
-    # (runtime_in_server.py).
+    # (server_side_steps.py).
     client_side: bool = False
     write_concern: str = "majority"
     retries: int = 8

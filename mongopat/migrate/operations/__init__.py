@@ -36,7 +36,7 @@ from mongopat.migrate.operations import (
     validator,
 )
 from mongopat.migrate.operations.base import CollectionOperation, DocumentOperation, Step, StepOperation
-from mongopat.migrate.transforms import Context, Document, Result
+from mongopat.migrate.transform_api import Context, Document, Result
 
 STEP_OPERATIONS: dict[str, StepOperation] = {
     module.Operation.type.name: module.Operation()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field, top_level
-from mongopat.migrate.transforms import Context, Document, Result, get_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, get_path, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

@@ -9,7 +9,7 @@ from mongopat.guide.placeholders import is_param, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import DICT, LIST, STR, DocumentOperation, Param, Step, StepType
-from mongopat.migrate.transforms import Context, Document, Result
+from mongopat.migrate.transform_api import Context, Document, Result
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mongopat.migrate.transforms import (
+from mongopat.migrate.transform_api import (
     Context,
     ContextSource,
     Document,

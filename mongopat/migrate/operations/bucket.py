@@ -19,7 +19,7 @@ from mongopat.guide.placeholders import OMIT, is_param, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
 from mongopat.migrate.operations.base import ANY, INT, LIST, STR, Param, Step, StepOperation, StepType
-from mongopat.migrate.transforms import Document, hashable_key
+from mongopat.migrate.transform_api import Document, hashable_key
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

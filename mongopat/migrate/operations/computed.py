@@ -10,7 +10,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType
-from mongopat.migrate.transforms import Context, Document, Result, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

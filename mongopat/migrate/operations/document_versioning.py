@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, changed, command, scalar
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
-from mongopat.migrate.transforms import Context, Document, Result
+from mongopat.migrate.transform_api import Context, Document, Result
 
 if TYPE_CHECKING:
     pass

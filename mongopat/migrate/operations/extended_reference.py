@@ -9,7 +9,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import LIST, STR, AddsFields, Param, Step, StepType, local_values
-from mongopat.migrate.transforms import Context, ContextSource, Document, Result, get_path, has_path, hashable_key
+from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, get_path, has_path, hashable_key
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

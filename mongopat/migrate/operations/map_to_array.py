@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import DICT, STR, DocumentOperation, Param, Step, StepError, StepType
-from mongopat.migrate.transforms import Context, Document, Result, get_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, get_path, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

@@ -10,7 +10,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import INT, STR, DocumentOperation, Param, Step, StepType, restore_field
-from mongopat.migrate.transforms import Context, Document, Result
+from mongopat.migrate.transform_api import Context, Document, Result
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

@@ -17,7 +17,7 @@ from mongopat.migrate.operations.base import (
     rule_paths,
     top_level,
 )
-from mongopat.migrate.transforms import Context, Document, Result, matches_rule
+from mongopat.migrate.transform_api import Context, Document, Result, matches_rule
 
 
 class Operation(AddsFields):

@@ -8,7 +8,7 @@ from mongopat.guide.placeholders import OMIT, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
 from mongopat.migrate.operations.base import DICT, STR, AddsFields, Param, Step, StepError, StepType, local_values
-from mongopat.migrate.transforms import Context, ContextSource, Document, Result, get_path, hashable_key
+from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, get_path, hashable_key
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

@@ -9,7 +9,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage, rename_in_match
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType, top_level
-from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, get_path, has_path, pop_path, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

@@ -16,7 +16,7 @@ from mongopat.migrate.operations.base import (
     restore_field,
     top_level,
 )
-from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, get_path, has_path, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

@@ -11,7 +11,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import DICT, INT, STR, DocumentOperation, Param, Step, StepType, restore_field
-from mongopat.migrate.transforms import Context, Document, Result, get_path
+from mongopat.migrate.transform_api import Context, Document, Result, get_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

@@ -8,7 +8,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
-from mongopat.migrate.transforms import Context, ContextSource, Document, Result, hashable_key
+from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, hashable_key
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType, top_level
-from mongopat.migrate.transforms import Context, Document, Result, get_path, has_path, pop_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, get_path, has_path, pop_path, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence

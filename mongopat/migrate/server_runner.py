@@ -2,9 +2,9 @@
 
 Document steps read the collection in ``_id`` order, a batch at a time; before a document is rewritten the
 version read is kept in ``mongopat_backup``, and the write takes only while the document is still that
-version (the application may be writing: see ``conditional.py``). The changelog records the last ``_id``
+version (the application may be writing: see ``document_versions.py``). The changelog records the last ``_id``
 of each batch: a crash anywhere leaves a state that ``up`` resumes to the same end. The bucket step
-regroups readings in the collection itself (``runtime_buckets.py``).
+regroups readings in the collection itself (``server_buckets.py``).
 """
 
 from __future__ import annotations
@@ -21,13 +21,10 @@ from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, LockLost, original_name, stage_name
 from mongopat.migrate.catalog.server import ServerCatalog
-from mongopat.migrate.conditional import (
-    CATCH_UP_PASSES,
-    CONFLICT_ROUNDS,
-    StepOutcome,
+from mongopat.migrate.context_sources import DatabaseDocuments
+from mongopat.migrate.document_versions import (
     backup,
     backup_id,
-    count,
     decoded,
     decoded_id,
     digest,
@@ -38,15 +35,22 @@ from mongopat.migrate.conditional import (
     unchanged_since,
     versions_of,
 )
-from mongopat.migrate.context_sources import DatabaseDocuments
-from mongopat.migrate.gentle import LagGuard, Throttle, backoff, is_transient
 from mongopat.migrate.operations import COLLECTION_OPERATIONS, OPERATIONS, bucket, transform
-from mongopat.migrate.runner import RunnerBase, RunOptions, initial_steps
-from mongopat.migrate.runtime_buckets import BucketSteps
-from mongopat.migrate.runtime_in_server import InServerSteps
+from mongopat.migrate.runner import (
+    CATCH_UP_PASSES,
+    CONFLICT_ROUNDS,
+    RunnerBase,
+    RunOptions,
+    StepOutcome,
+    count,
+    initial_steps,
+)
 from mongopat.migrate.script import Migration
+from mongopat.migrate.server_buckets import BucketSteps
+from mongopat.migrate.server_side_steps import InServerSteps
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Context, Document, hashable_key
+from mongopat.migrate.throttling import LagGuard, Throttle, backoff, is_transient
+from mongopat.migrate.transform_api import Context, Document, hashable_key
 
 # BSON sort order of _id type brackets: $gt only matches within a bracket, so the scan hops between them.
 TYPE_BRACKETS = [

@@ -13,7 +13,7 @@ Each batch is an ``_id`` range holding ``batch_size`` pending documents, taken b
 
 A document inserted into a range between the two has no backup of this run, so it is not rewritten
 either. ``down`` restores a document still equal to ``after`` byte for byte and gives one the application
-changed since the step's inverse (``runtime.py``). Checkpoints are the ranges' last ``_id``s: a crash
+changed since the step's inverse (``server_runner.py``). Checkpoints are the ranges' last ``_id``s: a crash
 anywhere replays at most one range, whose backups are taken again from the documents still pending.
 
 Operators: ``$merge`` with a ``whenMatched`` pipeline and ``$$new``, ``$set``, ``$unset`` and
@@ -32,8 +32,8 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import OperationFailure
 
 from mongopat.migrate.bookkeeping import BACKUP
-from mongopat.migrate.conditional import CATCH_UP_PASSES, StepOutcome, count
 from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
 from mongopat.migrate.steps import Step
 
 # Where a document's original rides along while the stages transform it: a name no application uses.
@@ -41,7 +41,7 @@ ORIGINAL = "__mongopat_original"
 
 
 class InServerSteps:
-    """The server runner's document steps computed by the server (mixed into ``runtime.Runner``)."""
+    """The server runner's document steps computed by the server (mixed into ``server_runner.Runner``)."""
 
     db: Any
     options: Any

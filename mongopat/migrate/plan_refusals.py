@@ -1,4 +1,4 @@
-"""Plan-time safety: steps a deployment would reject or that would corrupt it are refused with a reason.
+"""Plan-time refusals: steps a deployment would reject or that would corrupt it are refused with a reason.
 
 Checked against what the target says about a collection (``collection_info``): its shard key (a step that
 changes a shard-key field, renames a sharded collection, or groups readings into buckets that cannot carry

@@ -27,13 +27,9 @@ from pymongo.errors import BulkWriteError
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP
-from mongopat.migrate.conditional import (
-    CATCH_UP_PASSES,
-    CONFLICT_ROUNDS,
-    StepOutcome,
+from mongopat.migrate.document_versions import (
     backup,
     backup_id,
-    count,
     decoded,
     decoded_id,
     keep_backups,
@@ -42,8 +38,9 @@ from mongopat.migrate.conditional import (
     versions_of,
 )
 from mongopat.migrate.operations import bucket
+from mongopat.migrate.runner import CATCH_UP_PASSES, CONFLICT_ROUNDS, StepOutcome, count
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Document
+from mongopat.migrate.transform_api import Document
 
 # Known sequence and fill of the newest bucket per (series, window): buckets being filled are usually the
 # same from one batch to the next. Bounded: forgetting only costs a read.

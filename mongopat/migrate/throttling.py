@@ -1,4 +1,4 @@
-"""Being gentle with a live deployment while migrating: transient faults, a rate limit, replication lag.
+"""Throttling and retries on a live deployment: transient faults, a rate limit, replication lag.
 
 - :func:`is_transient`: errors a replica set produces in normal operation (elections, step-downs,
   network blips, a cursor killed on a long scan, write conflicts) that a retry from the last checkpoint

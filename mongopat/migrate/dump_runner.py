@@ -30,14 +30,14 @@ from mongopat.migrate.bookkeeping import LeaseLock, LockLost, host_name, new_ent
 from mongopat.migrate.catalog.dump_folder import DumpFolderCatalog, write_durably
 from mongopat.migrate.dump_buckets import SPILL_PREFIX, BucketSpec, Tally, bucket_file, tally_buckets
 from mongopat.migrate.file_parts import run_parallel
-from mongopat.migrate.gentle import Throttle
 from mongopat.migrate.operations import COLLECTION_OPERATIONS, OPERATIONS, transform
 from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.operations.bucket import pending as bucket_pending
 from mongopat.migrate.runner import RunnerBase, RunOptions, initial_steps
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transforms import Context, Document, get_path, has_path, hashable_key, set_path
+from mongopat.migrate.throttling import Throttle
+from mongopat.migrate.transform_api import Context, Document, get_path, has_path, hashable_key, set_path
 from mongopat.sources.dump import (
     BSON_SUFFIXES,
     JSON_SUFFIXES,
@@ -280,7 +280,7 @@ def backup_name(migration_id: str, index: int, file_name: str) -> str:
 
 
 class DumpRunner(RunnerBase):
-    """The same commands as :class:`~mongopat.migrate.runtime.Runner`, on a dump folder."""
+    """The same commands as :class:`~mongopat.migrate.server_runner.Runner`, on a dump folder."""
 
     def __init__(
         self,
@@ -559,7 +559,7 @@ class DumpRunner(RunnerBase):
     def documents(
         self, collection: str, field: str | None, values: list[Any] | None, fields: list[str]
     ) -> Iterable[Document]:
-        """The folder's documents of ``collection`` (:class:`~mongopat.migrate.transforms.ContextSource`;
+        """The folder's documents of ``collection`` (:class:`~mongopat.migrate.transform_api.ContextSource`;
         the context of every document asks for all of them)."""
         wanted = None if values is None else {hashable_key(v) for v in values}
         for document in self.files.read(collection):

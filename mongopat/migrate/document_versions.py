@@ -9,26 +9,13 @@ left alone since ``up`` from one the application changed.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Any
 
 import bson
 from pymongo import ReplaceOne
 from pymongo.errors import BulkWriteError
 
-from mongopat.migrate.transforms import Document
-
-# Rounds of re-reading and re-transforming documents whose conditional write lost to the application's.
-CONFLICT_ROUNDS = 5
-# Passes over the documents still in the old shape after a step's scan.
-CATCH_UP_PASSES = 5
-
-
-@dataclass
-class StepOutcome:
-    read: int = 0
-    written: int = 0
-    stats: dict[str, Any] = field(default_factory=dict)
+from mongopat.migrate.transform_api import Document
 
 
 def raw_bytes(document: Any) -> bytes:
@@ -60,7 +47,7 @@ def left_alone(current: bytes, kept: Any) -> bool:
     """Whether a document (its bytes now) is still the version ``up`` wrote in place of the backup ``kept``.
     A backup made by mongopat holds a digest, compared as bytes (a server returns ``bytes``, mongomock
     whatever object it was given: a ``Binary`` where an earlier mongopat wrote one); one made inside the
-    server (``runtime_in_server.py``) holds the document itself."""
+    server (``server_side_steps.py``) holds the document itself."""
     after = kept.get("after")
     if after is None:
         return False
@@ -84,10 +71,6 @@ def unchanged_since(doc: Document) -> dict[str, Any]:
 
 def backup_id(migration_id: str, step: int, collection: str, document_id: Any) -> dict[str, Any]:
     return {"m": migration_id, "s": step, "c": collection, "id": document_id}
-
-
-def count(stats: dict[str, Any], key: str, amount: int = 1) -> None:
-    stats[key] = stats.get(key, 0) + amount
 
 
 def backup(key: dict[str, Any], raw: bytes, after: bytes) -> dict[str, Any]:
