@@ -9,17 +9,20 @@
     api.up(db, "migrations", batch_size=500, max_docs_per_sec=2000)
     print(api.status(db, "migrations"))
 
-``db`` is a pymongo ``Database`` or anything with the same interface (mongomock's too): nothing here checks
-its class. The options are those of ``mongopat migrate up``: ``batch_size``, ``lock_timeout``,
+    api.up(api.dump_folder("./export"), "migrations")   # the same migrations on a dump folder
+
+The target is a pymongo ``Database`` or anything with the same interface (mongomock's too: nothing here
+checks its class), or a dump folder (:func:`dump_folder`). The migrations are a folder, or what
+:func:`load` returned. The options are those of ``mongopat migrate up``: ``batch_size``, ``lock_timeout``,
 ``lease_seconds``, ``max_docs_per_sec`` (throttle), ``max_lag``, ``workers``, ``client_side``, ``write_concern``,
 ``retries``, ``dry_run``, and ``progress`` (called with migration id, step index, documents done, documents in all).
-The command line calls these same functions.
+The command line calls these same functions, for both kinds of target.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,12 @@ def run_options(**options: Any) -> RunOptions:
     unknown = sorted(set(options) - set(OPTION_NAMES))
     if unknown:
         raise InputError(f"unknown option(s) {', '.join(unknown)}", hint=f"options: {', '.join(OPTION_NAMES)}")
+    concern = str(options.get("write_concern", "majority"))
+    if concern != "majority" and not concern.isdigit():
+        raise InputError(
+            f"write_concern {concern!r}: 'majority' or a number of members",
+            hint="on the command line: --write-concern majority, or --write-concern 2",
+        )
     return RunOptions(**options)
 
 
@@ -44,14 +53,34 @@ def load(directory: str | Path) -> list[Any]:
     return load_folder(directory)
 
 
-def _runner(db: Any, directory: str | Path, options: dict[str, Any]) -> Any:
+@dataclasses.dataclass(frozen=True)
+class DumpFolder:
+    """A dump folder as the target of migrations: ``path``, and ``database`` when it holds several."""
+
+    path: Path
+    database: str | None = None
+
+
+def dump_folder(path: str | Path, database: str | None = None) -> DumpFolder:
+    """A folder of mongoexport / mongodump files to migrate in place (``--dump``)."""
+    return DumpFolder(Path(path), database)
+
+
+Migrations = str | Path | Sequence[Any]
+
+
+def runner(target: Any, migrations: Migrations, **options: Any) -> Any:
+    """The runner of ``migrations`` on ``target`` (a database or a :class:`DumpFolder`), which every
+    function below uses: the server's or the dump folder's, with the same commands."""
+    settings = run_options(**options)
+    loaded = load(migrations) if isinstance(migrations, (str, Path)) else list(migrations)
+    if isinstance(target, DumpFolder):
+        from mongopat.migrate.dump_runner import DumpRunner
+
+        return DumpRunner(target.path, loaded, settings, target.database)
     from mongopat.migrate.server_runner import Runner
 
-    settings = run_options(**options)
-    concern = settings.write_concern
-    if concern != "majority" and not str(concern).isdigit():
-        raise InputError(f"write_concern {concern!r}: 'majority' or a number of members")
-    return Runner(_with_write_concern(db, concern), load(directory), settings)
+    return Runner(_with_write_concern(target, settings.write_concern), loaded, settings)
 
 
 def _with_write_concern(db: Any, concern: str) -> Any:
@@ -66,37 +95,37 @@ def _with_write_concern(db: Any, concern: str) -> Any:
         return db
 
 
-def up(db: Any, directory: str | Path, to: str | None = None, **options: Any) -> list[dict[str, Any]]:
+def up(target: Any, migrations: Migrations, to: str | None = None, **options: Any) -> list[dict[str, Any]]:
     """Apply pending migrations in order (resuming an interrupted one), then migrate documents written in the
     old shape since earlier migrations ran. One result per migration."""
-    return _runner(db, directory, options).up(to)
+    return runner(target, migrations, **options).up(to)
 
 
-def down(db: Any, directory: str | Path, to: str | None = None, **options: Any) -> list[str]:
+def down(target: Any, migrations: Migrations, to: str | None = None, **options: Any) -> list[str]:
     """Revert the last applied migration, every one after ``to``, or all (``to="base"``); the ids reverted."""
-    return _runner(db, directory, options).down(to)
+    return runner(target, migrations, **options).down(to)
 
 
-def verify(db: Any, directory: str | Path, migration_id: str | None = None) -> dict[str, list[str]]:
+def verify(target: Any, migrations: Migrations, migration_id: str | None = None) -> dict[str, list[str]]:
     """Re-check applied migrations: ``{id: [problems]}`` (documents in the old shape are not problems: see
     :func:`status`)."""
-    return _runner(db, directory, {}).verify(migration_id)
+    return runner(target, migrations).verify(migration_id)
 
 
-def status(db: Any, directory: str | Path) -> list[dict[str, Any]]:
+def status(target: Any, migrations: Migrations) -> list[dict[str, Any]]:
     """Every migration with its state, and for applied ones the documents still in the old shape."""
-    return _runner(db, directory, {}).status()
+    return runner(target, migrations).status()
 
 
-def stamp(db: Any, directory: str | Path, to: str, force: bool = False, **options: Any) -> dict[str, Any]:
+def stamp(target: Any, migrations: Migrations, to: str, force: bool = False, **options: Any) -> dict[str, Any]:
     """Record the migrations up to and including ``to`` as applied without running them, once no step finds
     documents in the old shape (``force``: anyway); ``to="base"`` forgets every recorded migration."""
-    return _runner(db, directory, options).stamp(to, force)
+    return runner(target, migrations, **options).stamp(to, force)
 
 
 def repair(
-    db: Any,
-    directory: str | Path,
+    target: Any,
+    migrations: Migrations,
     migration_id: str,
     force: bool = False,
     confirm: Callable[[dict[str, Any]], bool] | None = None,
@@ -104,7 +133,10 @@ def repair(
 ) -> dict[str, Any]:
     """Record the edited file of an applied migration as the one applied, once ``confirm`` (shown the diff
     against the applied text) agrees; refused when its steps changed, unless ``force``."""
-    return _runner(db, directory, options).repair(migration_id, force, confirm)
+    return runner(target, migrations, **options).repair(migration_id, force, confirm)
 
 
-__all__ = ["OPTION_NAMES", "down", "load", "repair", "run_options", "stamp", "status", "up", "verify"]
+__all__ = [
+    "OPTION_NAMES", "DumpFolder", "down", "dump_folder", "load", "repair", "run_options", "runner", "stamp",
+    "status", "up", "verify",
+]  # fmt: skip

@@ -822,13 +822,19 @@ def _run_options(
 ) -> RunOptions:
     from mongopat.migrate.runner import RunOptions
 
-    options = RunOptions(
-        batch_size=batch_size,
-        lock_timeout=lock_timeout,
-        dry_run=dry_run,
-        max_docs_per_sec=max_docs_per_sec,
-        max_lag=max_lag,
+    return _with_progress(
+        RunOptions(
+            batch_size=batch_size,
+            lock_timeout=lock_timeout,
+            dry_run=dry_run,
+            max_docs_per_sec=max_docs_per_sec,
+            max_lag=max_lag,
+        )
     )
+
+
+def _with_progress(options: RunOptions) -> RunOptions:
+    """``options`` with a progress bar per step, on a terminal."""
     console = None if State.quiet else State.stderr()
     if console is not None and console.is_terminal:
         from rich.progress import (
@@ -980,9 +986,20 @@ def migrate_up(
 
     def body() -> int:
         _check_format(format, ("table", "json"))
+        from mongopat.migrate.runner import RunOptions
+
         spec = target
-        if write_concern != "majority" and not write_concern.isdigit():
-            raise MongopatError(f"--write-concern {write_concern!r}: 'majority' or a number of members")
+        options = RunOptions(
+            batch_size=batch_size,
+            lock_timeout=lock_timeout,
+            dry_run=dry_run,
+            max_docs_per_sec=max_docs_per_sec,
+            max_lag=max_lag,
+            workers=workers,
+            client_side=client_side,
+            write_concern=write_concern,
+        )
+        command.check_run_options(options)  # before anything is asked or read
         if not dry_run:
             rows = command.migrate_status(spec, dir)
             pending = [r["id"] for r in rows if r["state"] in ("pending", "failed", "running")]
@@ -995,10 +1012,7 @@ def migrate_up(
                 question += f" Migrate {old_shape:,} document(s) written in the old shape since their migration ran?"
             if not _confirm(question.strip(), yes):
                 return 1
-        options = _run_options(batch_size, lock_timeout, dry_run, max_docs_per_sec, max_lag)
-        options.workers = workers
-        options.client_side = client_side
-        options.write_concern = write_concern
+        _with_progress(options)
         try:
             results = command.migrate_up(spec, dir, to, options)
         finally:

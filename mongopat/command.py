@@ -249,12 +249,11 @@ def draft_access(
 
 
 def _dump_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> RunnerBase:
-    from mongopat.migrate.dump_runner import DumpRunner
-    from mongopat.migrate.script import load_folder
+    from mongopat import api
 
     if spec.uri:
         raise InputError("give either --uri or --dump, not both")
-    return DumpRunner(spec.dump, load_folder(folder), options, spec.db)
+    return api.runner(api.dump_folder(spec.dump or "", spec.db), folder, **_option_values(options))
 
 
 def _server(spec: SourceSpec) -> Any:
@@ -271,18 +270,27 @@ def _option_values(options: RunOptions | None) -> dict[str, Any]:
     return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)} if options is not None else {}
 
 
-def _migrations(spec: SourceSpec, folder: str, action: str, *args: Any, options: RunOptions | None = None) -> Any:
-    """``action`` (up, down, verify, status) on the target: a server through :mod:`mongopat.api`, the same
-    functions applications call, or a dump folder through its runner."""
-    if spec.dump:
-        return getattr(_dump_runner(spec, folder, options), action)(*args)
+def check_run_options(options: RunOptions) -> None:
+    """Refuse options no run accepts (a write concern that is neither "majority" nor a number)."""
     from mongopat import api
 
-    api.load(folder)  # a wrong file is reported before any connection attempt (which may take --timeout-ms)
+    api.run_options(**_option_values(options))
+
+
+def _migrations(spec: SourceSpec, folder: str, action: str, *args: Any, options: RunOptions | None = None) -> Any:
+    """``action`` (up, down, verify, status, stamp, repair) on the target, a server or a dump folder,
+    through :mod:`mongopat.api`: the functions applications call, for both kinds of target."""
+    from mongopat import api
+
     values = _option_values(options)
+    api.run_options(**values)  # wrong options and files are reported before any connection attempt
+    migrations = api.load(folder)
+    if spec.dump:
+        if spec.uri:
+            raise InputError("give either --uri or --dump, not both")
+        return getattr(api, action)(api.dump_folder(spec.dump, spec.db), migrations, *args, **values)
     with _server(spec) as source:
-        db = source.writable_db(values.get("write_concern", "majority"))
-        return getattr(api, action)(db, folder, *args, **values)
+        return getattr(api, action)(source.writable_db(), migrations, *args, **values)
 
 
 def migrate_status(spec: SourceSpec, folder: str) -> list[dict[str, Any]]:

@@ -54,3 +54,26 @@ def test_unknown_options_and_bad_files_are_input_errors(mongo, tmp_path):
     (folder / "0002_bad.yaml").write_text("id: 0002_bad\nsteps: []\n")
     with pytest.raises(InputError, match="0002_bad.yaml:2"):
         api.status(mongo.db, folder)
+
+
+def test_the_same_functions_migrate_a_dump_folder(tmp_path):
+    """A dump folder is a target like a database: up, status, verify and down through the same functions,
+    with the migrations as a folder or as what ``load`` returned."""
+    data = tmp_path / "export"
+    data.mkdir()
+    original = "".join(f'{{"_id": {i}, "items": [{{"price": {i}, "qty": 2}}]}}\n' for i in range(5))
+    (data / "orders.json").write_text(original)
+    folder = folder_with(
+        tmp_path,
+        {"step": "computed", "collection": "orders", "field": "total", "expression": "sum(items.price * items.qty)"},
+    )
+    target = api.dump_folder(data)
+    migrations = api.load(folder)
+    assert [row["state"] for row in api.status(target, migrations)] == ["pending"]
+    [result] = api.up(target, migrations, batch_size=2)
+    assert result["state"] == "applied" and '"_id":3,"items":[{"price":3,"qty":2}],"total":6' in (data / "orders.json").read_text()
+    assert api.verify(target, folder) == {"0001_total": []}
+    assert api.down(target, folder, to="base") == ["0001_total"]
+    assert (data / "orders.json").read_text() == original
+    with pytest.raises(InputError, match="write_concern"):
+        api.up(target, folder, write_concern="most")

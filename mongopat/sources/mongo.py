@@ -200,16 +200,15 @@ class MongoSource(Source):
             "action": options.get("validationAction", "error"),
         }
 
-    def writable_db(self, write_concern: str = "majority") -> Any:
-        """The database for migrations: reads from the primary; ``write_concern`` is "majority" (default)
-        or a number of members."""
+    def writable_db(self) -> Any:
+        """The database for migrations: reads from the primary, writes acknowledged by a majority (a run's
+        own write concern is set by :func:`mongopat.api.runner`)."""
         if self.kind == "mongomock":
             return self.client.get_database(self.database)
         from pymongo import WriteConcern
 
-        w: str | int = int(write_concern) if write_concern.isdigit() else write_concern
         return self.client.get_database(
-            self.database, read_preference=ReadPreference.PRIMARY, write_concern=WriteConcern(w)
+            self.database, read_preference=ReadPreference.PRIMARY, write_concern=WriteConcern("majority")
         )
 
     def close(self) -> None:
