@@ -33,7 +33,7 @@ from mongopat.migrate.file_parts import run_parallel
 from mongopat.migrate.operations import COLLECTION_OPERATIONS, OPERATIONS, transform
 from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.operations.bucket import pending as bucket_pending
-from mongopat.migrate.runner import RunnerBase, RunOptions, initial_steps
+from mongopat.migrate.runner import RunnerBase, RunOptions
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.migrate.throttling import Throttle
@@ -322,55 +322,17 @@ class DumpRunner(RunnerBase):
 
     # -- up --------------------------------------------------------------------------------------
 
-    def up(self, to: str | None = None) -> list[dict[str, Any]]:
-        self._refuse_edited()
-        if self.options.dry_run:
-            return [self._dry_run(m) for m in self.pending(to)]
-        self.lock.acquire(self.options.lock_timeout)
-        self._renewed = time.monotonic()
-        try:
-            self.changelog = FileChangelog(self.folder)  # read again under the lock
-            for leftover in self.folder.glob(f"{SPILL_PREFIX}*"):  # from a run that was killed
-                shutil.rmtree(leftover, ignore_errors=True)
-            return [self._apply(m) for m in self.pending(to)]
-        finally:
-            self.lock.release()
+    step_failures = (*RunnerBase.step_failures, OSError)
 
-    def _apply(self, migration: Migration) -> dict[str, Any]:
+    def _locked(self) -> None:
+        self._renewed = time.monotonic()
+        self.changelog = FileChangelog(self.folder)  # read again under the lock
+        for leftover in self.folder.glob(f"{SPILL_PREFIX}*"):  # from a run that was killed
+            shutil.rmtree(leftover, ignore_errors=True)
+
+    def _refuse_unsupported(self, migration: Migration) -> None:
         if migration.python is not None:
             raise InputError(f"{migration.id}: Python migrations run against a server (--uri), not a dump folder")
-        started = time.monotonic()
-        self.changelog.start(migration.id, migration.checksum, migration.description, initial_steps(migration))
-        try:
-            for index, step in enumerate(migration.steps):
-                state = self.changelog.get(migration.id)["steps"][index]  # type: ignore[index]
-                if state["state"] == "applied":
-                    continue
-                self.changelog.step(migration.id, index, state="running")
-                self._run_step(migration.id, index, step, state)
-                self.changelog.step(migration.id, index, state="applied")
-            problems = self.verify_migration(migration)
-            if problems:
-                raise OperationFailed(f"{migration.id}: verification failed: {'; '.join(problems)}")
-        except LockLost:
-            raise  # the changelog belongs to the run that took the lock over
-        except (OperationFailed, InputError, ValueError, OSError) as exc:
-            self.changelog.finish(migration.id, "failed", started, str(exc))
-            raise OperationFailed(
-                f"{migration.id} failed: {exc}", hint="fix the cause, then run 'mongopat migrate up' to resume"
-            ) from None
-        except BaseException as exc:
-            self.changelog.finish(migration.id, "failed", started, f"{type(exc).__name__}: {exc}")
-            raise
-        self.record_applied(migration, started)
-        final = self.changelog.get(migration.id) or {}
-        return {
-            "id": migration.id,
-            "state": "applied",
-            "read": final.get("read"),
-            "written": final.get("written"),
-            "duration_s": final.get("duration_s"),
-        }
 
     def _outputs(self, step: Step) -> list[str]:
         """Collections a step writes: its own (rewritten) and the ones it creates."""

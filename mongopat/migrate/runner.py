@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LockLost, utcnow
@@ -33,6 +33,12 @@ class StepOutcome:
 
 def count(stats: dict[str, Any], key: str, amount: int = 1) -> None:
     stats[key] = stats.get(key, 0) + amount
+
+
+def one_line(error: BaseException) -> str:
+    """An error in one line: a driver error without the server's full reply or the topology pymongo
+    describes after it."""
+    return str(error).split(", full error:")[0].split(", Timeout:")[0]
 
 
 @dataclass
@@ -271,7 +277,11 @@ class RunnerBase:
     def _edited(self) -> list[str]:
         return [row["id"] for row in self.status() if row["edited"]]
 
-    # -- up --------------------------------------------------------------------------------------
+    # -- up (every backend) --------------------------------------------------------------------
+
+    # Errors of a step that fail its migration with a message (``up`` resumes it); any other keeps its
+    # traceback. Backends add their own (the driver's, the file system's).
+    step_failures: ClassVar[tuple[type[BaseException], ...]] = (OperationFailed, InputError, ValueError)
 
     def pending(self, to: str | None = None) -> list[Migration]:
         entries = self.changelog.all()
@@ -285,6 +295,101 @@ class RunnerBase:
             if migration.id == to:
                 break
         return chosen
+
+    def up(self, to: str | None = None) -> list[dict[str, Any]]:
+        """Apply the pending migrations up to ``to`` in order, resuming an interrupted one, then migrate the
+        documents written in the old shape since earlier ones were applied."""
+        self._refuse_edited()
+        if self.options.dry_run:
+            return [self._dry_run(m) for m in self.pending(to)]
+        self.lock.acquire(self.options.lock_timeout)
+        try:
+            self._locked()
+            # Read again under the lock: another run may have applied some.
+            results = [self._apply(m) for m in self.pending(to)]
+            results.extend(self._catch_up_applied(to, {r["id"] for r in results}))
+            return results
+        finally:
+            self.lock.release()
+
+    def _apply(self, migration: Migration) -> dict[str, Any]:
+        """Run a migration's steps not yet applied, each recorded in the changelog, then verify it."""
+        self._refuse_unsupported(migration)
+        started = time.monotonic()
+        self.changelog.start(migration.id, migration.checksum, migration.description, initial_steps(migration))
+        try:
+            if migration.python is not None:  # the user's code: it must be safe to run again after a failure
+                migration.python.up(self.db)
+            for index, step in enumerate(migration.steps):
+                if self._step_state(migration.id, index)["state"] == "applied":
+                    continue
+                self.changelog.step(migration.id, index, state="running")
+                outcome = self._run_step_retrying(migration.id, index, step)
+                figures = {} if outcome is None else {"stats": outcome.stats}
+                self.changelog.step(migration.id, index, state="applied", **figures)
+            problems = self.verify_migration(migration)
+            if problems:
+                raise OperationFailed(f"{migration.id}: verification failed: {'; '.join(problems)}")
+        except LockLost:
+            raise  # the changelog belongs to the run that took the lock over
+        except self.step_failures as exc:
+            message = one_line(exc)
+            self.changelog.finish(migration.id, "failed", started, message)
+            raise OperationFailed(
+                f"{migration.id} failed: {message}", hint="fix the cause, then run 'mongopat migrate up' to resume"
+            ) from None
+        except BaseException as exc:  # injected faults, interruptions and user code: recorded, traceback kept
+            self.changelog.finish(migration.id, "failed", started, f"{type(exc).__name__}: {exc}")
+            raise
+        self.record_applied(migration, started)
+        final = self.changelog.get(migration.id) or {}
+        return {
+            "id": migration.id,
+            "state": "applied",
+            "read": final.get("read"),
+            "written": final.get("written"),
+            "duration_s": final.get("duration_s"),
+            "notes": self._run_notes(final),
+        }
+
+    def _step_state(self, migration_id: str, index: int) -> dict[str, Any]:
+        entry = self.changelog.get(migration_id) or {}
+        if len(entry.get("steps") or []) <= index:
+            # Written before the run's first batch: a backend that lost it lost acknowledged writes.
+            raise OperationFailed(
+                f"{migration_id}: its changelog entry is gone since the run began (a server restarted without "
+                "the writes it acknowledged, or a changelog file replaced?)",
+                hint="check the deployment's write concern and journal, then run 'mongopat migrate up' again",
+            )
+        return entry["steps"][index]
+
+    def _run_step_retrying(self, migration_id: str, index: int, step: Step) -> StepOutcome | None:
+        """Run one step from its recorded state; backends that meet transient faults retry here."""
+        return self._run_step(migration_id, index, step, self._step_state(migration_id, index))
+
+    # Backend hooks of ``up``.
+    db: Any = None  # what a Python migration's up(db) and down(db) are given
+
+    def _locked(self) -> None:
+        """Just after the lock is taken, before anything is read for the run."""
+
+    def _refuse_unsupported(self, migration: Migration) -> None:
+        """Raise InputError for a migration this backend cannot run (before anything is recorded)."""
+
+    def _run_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome | None:
+        raise NotImplementedError
+
+    def _dry_run(self, migration: Migration) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _catch_up_applied(self, to: str | None, just_applied: set[str]) -> list[dict[str, Any]]:
+        """Documents written in the old shape since their migration was applied; nothing writes a dump
+        folder behind mongopat's back, so by default there are none."""
+        return []
+
+    def _run_notes(self, entry: dict[str, Any]) -> list[str]:
+        """What a migration's result says besides its figures (``entry``: its changelog record)."""
+        return []
 
     # -- down (every backend) ------------------------------------------------------------------
 

@@ -18,8 +18,8 @@ import bson
 from pymongo import ASCENDING, ReplaceOne
 from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
-from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, LockLost, original_name, stage_name
+from mongopat.errors import OperationFailed
+from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, original_name, stage_name
 from mongopat.migrate.catalog.server import ServerCatalog
 from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.document_versions import (
@@ -43,7 +43,6 @@ from mongopat.migrate.runner import (
     RunOptions,
     StepOutcome,
     count,
-    initial_steps,
 )
 from mongopat.migrate.script import Migration
 from mongopat.migrate.server_buckets import BucketSteps
@@ -103,21 +102,6 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
         client = getattr(db, "client", None)
         self.lag = LagGuard(client.admin if client is not None else None, self.options.max_lag)
         self.retried = 0
-
-    def up(self, to: str | None = None) -> list[dict[str, Any]]:
-        self._refuse_edited()
-        pending = self.pending(to)
-        if self.options.dry_run:
-            return [self._dry_run(m) for m in pending]
-        results = []
-        self.lock.acquire(self.options.lock_timeout)
-        try:
-            for migration in self.pending(to):  # read again under the lock: another run may have applied some
-                results.append(self._apply(migration))
-            results.extend(self._catch_up_applied(to, {r["id"] for r in results}))
-        finally:
-            self.lock.release()
-        return results
 
     def _catch_up_applied(self, to: str | None, just_applied: set[str]) -> list[dict[str, Any]]:
         """Migrate documents written in the old shape since their migration was applied (an application
@@ -197,49 +181,16 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
             return bucket.pending(step)
         return None
 
-    def _apply(self, migration: Migration) -> dict[str, Any]:
-        started = time.monotonic()
-        self.changelog.start(migration.id, migration.checksum, migration.description, initial_steps(migration))
-        try:
-            if migration.python is not None:  # the user's code: it must be safe to run again after a failure
-                migration.python.up(self.db)
-            for index, step in enumerate(migration.steps):
-                state = self._step_state(migration.id, index)
-                if state["state"] == "applied":
-                    continue
-                self.changelog.step(migration.id, index, state="running")
-                outcome = self._run_step_retrying(migration.id, index, step)
-                self.changelog.step(migration.id, index, state="applied", stats=outcome.stats)
-            problems = self.verify_migration(migration)
-            if problems:
-                raise OperationFailed(f"{migration.id}: verification failed: {'; '.join(problems)}")
-        except LockLost:
-            raise  # the changelog belongs to the run that took the lock over
-        except (OperationFailed, PyMongoError, InputError, ValueError) as exc:
-            message = _one_line(exc)
-            self.changelog.finish(migration.id, "failed", started, message)
-            raise OperationFailed(
-                f"{migration.id} failed: {message}", hint="fix the cause, then run 'mongopat migrate up' to resume"
-            ) from None
-        except Exception as exc:  # injected faults and user code: record the failure, keep the traceback
-            self.changelog.finish(migration.id, "failed", started, f"{type(exc).__name__}: {exc}")
-            raise
-        self.record_applied(migration, started)
-        final = self.changelog.get(migration.id) or {}
+    step_failures = (*RunnerBase.step_failures, PyMongoError)
+
+    def _run_notes(self, entry: dict[str, Any]) -> list[str]:
         notes = [self.lag.note] if self.lag.note else []
-        notes.extend(_online_notes(final.get("steps") or []))
+        notes.extend(_online_notes(entry.get("steps") or []))
         if self.retried:
             notes.append(f"{self.retried} transient fault(s) retried from the last checkpoint")
         if self.lag.paused:
             notes.append(f"paused {self.lag.paused:.0f} s for replication lag")
-        return {
-            "id": migration.id,
-            "state": "applied",
-            "read": final.get("read"),
-            "written": final.get("written"),
-            "duration_s": final.get("duration_s"),
-            "notes": notes,
-        }
+        return notes
 
     def _run_step_retrying(self, migration_id: str, index: int, step: Step) -> StepOutcome:
         """Run a step; on a transient fault (election, network, killed cursor, write conflict) wait and
@@ -256,17 +207,6 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
                 attempt += 1
                 self.retried += 1
                 time.sleep(backoff(attempt, self.options.retry_base))
-
-    def _step_state(self, migration_id: str, index: int) -> dict[str, Any]:
-        entry = self.changelog.get(migration_id) or {}
-        if len(entry.get("steps") or []) <= index:
-            # Written before the run's first batch: a server that lost it lost acknowledged writes.
-            raise OperationFailed(
-                f"{migration_id}: its changelog entry is gone from mongopat_changelog since the run began (a "
-                "server restarted without the writes it acknowledged?)",
-                hint="check the deployment's write concern and journal, then run 'mongopat migrate up' again",
-            )
-        return entry["steps"][index]
 
     def _run_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
         if step.type.kind == "document":
@@ -896,11 +836,6 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
                 row.update(examples=[], would=COLLECTION_OPERATIONS[step.name].dry_run(step, catalog))
             steps.append(row)
         return {"id": migration.id, "state": "dry-run", "steps": steps}
-
-
-def _one_line(error: BaseException) -> str:
-    """A driver error without the server's full reply or the topology pymongo describes after it."""
-    return str(error).split(", full error:")[0].split(", Timeout:")[0]
 
 
 def _both(query: dict[str, Any], where: dict[str, Any] | None) -> dict[str, Any]:
