@@ -171,6 +171,36 @@ def _check_format(value: str, allowed: tuple[str, ...]) -> None:
         raise MongopatError(f"unknown --format {value!r}", hint=f"one of {', '.join(allowed)}")
 
 
+class Output:
+    """A command's output: its ``--format`` checked before the command runs, then the result printed by
+    the format's printer (``printers``: format name -> function of the result and the console), or, for
+    ``json``, the result's versioned shape (``as_json`` of it) on standard output."""
+
+    def __init__(
+        self, format: str, as_json: Callable[[Any], Any] | None = None, **printers: Callable[[Any, Console], None]
+    ) -> None:
+        _check_format(format, (*printers, "json"))
+        self.format, self.as_json, self.printers = format, as_json, printers
+
+    @property
+    def json(self) -> bool:
+        return self.format == "json"
+
+    def show(self, result: Any) -> None:
+        if self.json:
+            emit_json(result if self.as_json is None else self.as_json(result))
+        else:
+            self.printers[self.format](result, _Stdout())  # type: ignore[arg-type]
+
+
+class _Stdout:
+    """The console of standard output, made (and rich loaded) only once a printer uses it: printers that
+    only say lines (State.say) keep scripted runs free of rich."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(State.stdout(), name)
+
+
 def progress_factory(total_hint: Callable[[str], int | None] | None = None):
     """A rich progress bar per collection on stderr, shown only on a terminal and without --quiet."""
     if State.quiet:  # before rich is loaded: a quiet run never needs it
@@ -390,12 +420,11 @@ def list_rules(
     format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
 ) -> None:
     """List the detectors: code, name, kind, thresholds and what each looks for."""
-    from rich.table import Table
 
     from mongopat.rules import registry
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
+        output = Output(format, as_json=lambda rules: {"rules": rules}, table=print_rules)
         rules = [
             {
                 "code": r.code,
@@ -407,19 +436,22 @@ def list_rules(
             }
             for r in registry()
         ]
-        if format == "json":
-            emit_json({"rules": rules})
-            return 0
-        table = Table(header_style="bold")
-        for column in ("code", "name", "kind", "thresholds", "what it looks for"):
-            table.add_column(column)
-        for r in rules:
-            thresholds = ", ".join(f"{k}={v:,.0f}" if v >= 1000 else f"{k}={v:g}" for k, v in r["thresholds"].items())
-            table.add_row(r["code"], r["name"], r["kind"], thresholds, r["description"])
-        State.stdout().print(table)
+        output.show(rules)
         return 0
 
     run(body)
+
+
+def print_rules(rules: list[dict[str, Any]], console: Console) -> None:
+    from rich.table import Table
+
+    table = Table(header_style="bold")
+    for column in ("code", "name", "kind", "thresholds", "what it looks for"):
+        table.add_column(column)
+    for r in rules:
+        thresholds = ", ".join(f"{k}={v:,.0f}" if v >= 1000 else f"{k}={v:g}" for k, v in r["thresholds"].items())
+        table.add_row(r["code"], r["name"], r["kind"], thresholds, r["description"])
+    console.print(table)
 
 
 access_app = typer.Typer(help="Access-pattern files: draft one from what the deployment records.", no_args_is_help=True)
@@ -901,34 +933,35 @@ def migrate_status(
     format: FormatOption = "table",
 ) -> None:
     """Applied, pending, failed and edited-after-apply migrations."""
-    from rich.table import Table
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
-        rows = command.migrate_status(target, dir)
-        if format == "json":
-            emit_json({"migrations": rows})
-            return 0
-        table = Table(header_style="bold")
-        for column in ("id", "state", "description", "applied at", "read", "written", "seconds"):
-            table.add_column(column)
-        for row in rows:
-            state = row["state"] + (" (edited since applied)" if row["edited"] else "")
-            if row.get("pending_documents"):
-                state += f" ({row['pending_documents']:,} documents in the old shape: run up)"
-            table.add_row(
-                row["id"],
-                state,
-                row["description"],
-                str(row["applied_at"] or ""),
-                str(row["read"] or ""),
-                str(row["written"] or ""),
-                str(row["duration_s"] or ""),
-            )
-        State.stdout().print(table)
+        output = Output(format, as_json=lambda rows: {"migrations": rows}, table=print_status)
+        output.show(command.migrate_status(target, dir))
         return 0
 
     run(body, target.uri)
+
+
+def print_status(rows: list[dict[str, Any]], console: Console) -> None:
+    from rich.table import Table
+
+    table = Table(header_style="bold")
+    for column in ("id", "state", "description", "applied at", "read", "written", "seconds"):
+        table.add_column(column)
+    for row in rows:
+        state = row["state"] + (" (edited since applied)" if row["edited"] else "")
+        if row.get("pending_documents"):
+            state += f" ({row['pending_documents']:,} documents in the old shape: run up)"
+        table.add_row(
+            row["id"],
+            state,
+            row["description"],
+            str(row["applied_at"] or ""),
+            str(row["read"] or ""),
+            str(row["written"] or ""),
+            str(row["duration_s"] or ""),
+        )
+    console.print(table)
 
 
 @migrate_app.command(
@@ -985,9 +1018,13 @@ def migrate_up(
     apply_output_flags(quiet, False)
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
         from mongopat.migrate.runner import RunOptions
 
+        output = Output(
+            format,
+            as_json=lambda results: {"dry_run": dry_run, "migrations": json.loads(bson_json.dumps(results))},
+            table=print_up,
+        )
         spec = target
         options = RunOptions(
             batch_size=batch_size,
@@ -1017,31 +1054,35 @@ def migrate_up(
             results = command.migrate_up(spec, dir, to, options)
         finally:
             _stop_progress(options)
-        if format == "json":
-            emit_json({"dry_run": dry_run, "migrations": json.loads(bson_json.dumps(results))})
-            return 0
-        for result in results:
-            if dry_run:
-                for step in result["steps"]:
-                    reads = "" if step.get("would") else f": {step['documents']:,} documents to read"
-                    State.say(f"{result['id']}: {step['step']} on {step['collection']}{reads}")
-                    for sentence in step.get("would") or []:
-                        State.say(f"  {sentence}")
-                    for example in step["examples"][:2]:
-                        State.say("  before: " + bson_json.dumps(example["before"])[:300], style="dim")
-                        State.say("  after:  " + bson_json.dumps(example["after"])[:300])
-            elif result["state"] == "caught-up":
-                State.say(f"{result['id']}: migrated {result['read']:,} document(s) written in the old shape")
-            else:
-                State.say(
-                    f"applied {result['id']}: read {result['read']:,}, wrote {result['written']:,}, "
-                    f"{result['duration_s']} s"
-                )
-                for note in result.get("notes") or []:
-                    State.say(f"  note: {note}", style="dim")
+        output.show(results)
         return 0
 
     run(body, target.uri)
+
+
+def print_up(results: list[dict[str, Any]], console: Console) -> None:
+    """What ``up`` did (or would do, on a dry run); said on standard output unless --quiet."""
+    from bson import json_util as bson_json
+
+    for result in results:
+        if result["state"] == "dry-run":
+            for step in result["steps"]:
+                reads = "" if step.get("would") else f": {step['documents']:,} documents to read"
+                State.say(f"{result['id']}: {step['step']} on {step['collection']}{reads}")
+                for sentence in step.get("would") or []:
+                    State.say(f"  {sentence}")
+                for example in step["examples"][:2]:
+                    State.say("  before: " + bson_json.dumps(example["before"])[:300], style="dim")
+                    State.say("  after:  " + bson_json.dumps(example["after"])[:300])
+        elif result["state"] == "caught-up":
+            State.say(f"{result['id']}: migrated {result['read']:,} document(s) written in the old shape")
+        else:
+            State.say(
+                f"applied {result['id']}: read {result['read']:,}, wrote {result['written']:,}, "
+                f"{result['duration_s']} s"
+            )
+            for note in result.get("notes") or []:
+                State.say(f"  note: {note}", style="dim")
 
 
 @migrate_app.command(
@@ -1090,18 +1131,23 @@ def migrate_verify(
     """Re-check applied migrations: no document lost, the new shape holds. Exit 1 on any problem."""
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
+        output = Output(
+            format,
+            as_json=lambda results: {"migrations": [{"id": k, "ok": not v, "problems": v} for k, v in results.items()]},
+            table=print_verify,
+        )
         results = command.migrate_verify(target, dir, migration_id)
-        if format == "json":
-            emit_json({"migrations": [{"id": k, "ok": not v, "problems": v} for k, v in results.items()]})
-        else:
-            for migration, problems in results.items():
-                State.stdout().print(f"{migration}: " + ("ok" if not problems else "; ".join(problems)), markup=False)
-            if not results:
-                State.stdout().print("no applied migration to verify", markup=False)
+        output.show(results)
         return 1 if any(results.values()) else 0
 
     run(body, target.uri)
+
+
+def print_verify(results: dict[str, list[str]], console: Console) -> None:
+    for migration, problems in results.items():
+        console.print(f"{migration}: " + ("ok" if not problems else "; ".join(problems)), markup=False)
+    if not results:
+        console.print("no applied migration to verify", markup=False)
 
 
 @migrate_app.command(
@@ -1126,16 +1172,13 @@ def migrate_stamp(
     exit 1 with the documents each step finds in the old shape). 'stamp base' forgets every one."""
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
+        output = Output(format, table=print_stamp)
         if migration_id == "base" and not _confirm(
             "Forget every applied migration (and what mongopat kept for their down)? The data stays as it is.", yes
         ):
             return 1
         result = command.migrate_stamp(target, dir, migration_id, force)
-        if format == "json":
-            emit_json(result)
-        else:
-            print_stamp(result, State.stdout())
+        output.show(result)
         return 1 if result.get("refused") else 0
 
     run(body, target.uri)
@@ -1235,12 +1278,9 @@ def migrate_rehearse(
             State.stderr().print(message, markup=False)
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
+        output = Output(format, table=print_rehearsal)
         result = command.migrate_rehearse(target, dir, ids, access, sample, scratch_uri, step)
-        if format == "json":
-            emit_json(result)
-        else:
-            print_rehearsal(result, State.stdout())
+        output.show(result)
         return 0 if result["ok"] else 1
 
     run(body, target.uri)
@@ -1315,12 +1355,9 @@ def migrate_unlock(
         return typer.confirm(f"Release the live lease of {seen.get('host')} (pid {seen.get('pid')})?")
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
+        output = Output(format, table=print_unlock)
         result = command.migrate_unlock(target, force, confirm)
-        if format == "json":
-            emit_json(result)
-        else:
-            print_unlock(result, State.stdout())
+        output.show(result)
         return 0 if result["state"] == "free" or result["released"] else 1
 
     run(body, target.uri)
