@@ -60,6 +60,7 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "polymorphic": {"type_field": "kind", "rules": [{"when_has": "coupon", "type": "promo"}], "default": "plain"},
         "approximation": {"field": "views", "factor": 10},
         "computed": {"field": "total2", "expression": "sum(items.price * items.qty)"},
+        "document_versioning": {"history_collection": "items_history"},
     },
     "weather": {
         "set_field": {"field": "reviewed", "value": True},
@@ -69,6 +70,7 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "polymorphic": {"type_field": "kind", "rules": [{"when_has": "skyCondition", "type": "sky"}], "default": "x"},
         "approximation": {"field": "elevation", "factor": 10},
         "computed": {"field": "elevationFt", "expression": "elevation * 3"},
+        "document_versioning": {"history_collection": "items_history"},
     },
 }  # fmt: skip
 

@@ -71,7 +71,10 @@ def test_the_same_functions_migrate_a_dump_folder(tmp_path):
     migrations = api.load(folder)
     assert [row["state"] for row in api.status(target, migrations)] == ["pending"]
     [result] = api.up(target, migrations, batch_size=2)
-    assert result["state"] == "applied" and '"_id":3,"items":[{"price":3,"qty":2}],"total":6' in (data / "orders.json").read_text()
+    assert (
+        result["state"] == "applied"
+        and '"_id":3,"items":[{"price":3,"qty":2}],"total":6' in (data / "orders.json").read_text()
+    )
     assert api.verify(target, folder) == {"0001_total": []}
     assert api.down(target, folder, to="base") == ["0001_total"]
     assert (data / "orders.json").read_text() == original

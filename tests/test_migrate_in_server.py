@@ -5,6 +5,7 @@ paths: on the server lane these steps run inside the server)."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import Any
 
@@ -16,6 +17,7 @@ from bson.raw_bson import RawBSONDocument
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.server_runner import Runner
+from tests.test_online import BackupCollection
 
 STEPS: dict[str, dict[str, Any]] = {
     "set_field": {"field": "flag", "value": {"on": True, "since": 3}},
@@ -27,6 +29,7 @@ STEPS: dict[str, dict[str, Any]] = {
     "polymorphic": {"type_field": "kind", "rules": [{"when_missing": "note", "type": "bare"}], "default": None},
     "polymorphic_default": {"type_field": "kind", "rules": [{"when_has": "fee", "type": "paid"}], "default": "x"},
     "approximation": {"field": "likes", "factor": 10},
+    "document_versioning": {"history_collection": "items_history", "version_field": "rev"},
 }
 STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_field",
              "polymorphic_default": "polymorphic"}  # fmt: skip
@@ -63,7 +66,7 @@ def migration(tmp_path: Any, case: str) -> Any:
 
 def raw_documents(db: Any, name: str) -> dict[Any, bytes]:
     raw = db[name].with_options(codec_options=CodecOptions(document_class=RawBSONDocument))
-    return {bson.decode(d.raw)["_id"]: d.raw for d in raw.find()}
+    return {bson.encode({"_id": bson.decode(d.raw)["_id"]}): d.raw for d in raw.find()}  # ids of any type
 
 
 def step_state(db: Any) -> dict[str, Any]:
@@ -84,10 +87,14 @@ def test_the_server_writes_the_bytes_the_client_side_transform_writes(mongo, tmp
         assert step_state(server_db)["in_server"] is True
         assert step_state(client_db)["client_side"] == "--client-side"
         assert raw_documents(server_db, "items") == raw_documents(client_db, "items")
+        created = [name for name in client_db.list_collection_names() if name.startswith("items_")]
+        for name in created:  # side documents (the first revisions), byte for byte too
+            assert raw_documents(server_db, name) == raw_documents(client_db, name) != {}
         assert Runner(server_db, load_folder(folder)).verify() == {"0001_step": []}
         Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).down("base")
         assert raw_documents(server_db, "items") == before  # every document left alone: its bytes back
         assert server_db.mongopat_backup.count_documents({}) == 0
+        assert not set(created) & set(server_db.list_collection_names())
     finally:
         mongo.client.drop_database(mongo.db_name + "_c")
 
@@ -109,12 +116,13 @@ def test_down_keeps_what_the_application_changed_after_an_up_inside_the_server(m
 
 
 @pytest.mark.server_only("the server computes the transform")
-def test_a_run_stopped_after_any_batch_resumes_to_the_same_bytes(mongo, tmp_path):
+@pytest.mark.parametrize("case", ["polymorphic_default", "document_versioning"])
+def test_a_run_stopped_after_any_batch_resumes_to_the_same_bytes(mongo, tmp_path, case):
     reference_db, db = mongo.client[mongo.db_name + "_r"], mongo.db
     try:
         for target in (reference_db, db):
             target.items.insert_many(documents(50, seed=4))
-        folder = migration(tmp_path, "polymorphic_default")
+        folder = migration(tmp_path, case)
         Runner(reference_db, load_folder(folder), RunOptions(batch_size=6)).up()
         for stop_at in (6, 18, 30):
 
@@ -126,10 +134,95 @@ def test_a_run_stopped_after_any_batch_resumes_to_the_same_bytes(mongo, tmp_path
                 Runner(db, load_folder(folder), RunOptions(batch_size=6, on_batch=crash)).up()
             assert step_state(db)["in_server"] is True
         Runner(db, load_folder(folder), RunOptions(batch_size=6)).up()
-        assert raw_documents(db, "items") == raw_documents(reference_db, "items")
+        for name in ("items", "items_history"):
+            assert raw_documents(db, name) == raw_documents(reference_db, name)
         assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
     finally:
         mongo.client.drop_database(mongo.db_name + "_r")
+
+
+class CrashingBackups:
+    """mongopat_backup, whose ``crash_at``-th aggregation kills the run: inside a batch, between the
+    writes of its side documents, its rewrite and the clean-up after it."""
+
+    def __init__(self, collection: Any, crash_at: int) -> None:
+        self._collection, self.crash_at, self.calls = collection, crash_at, 0
+
+    def aggregate(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        if self.calls == self.crash_at:
+            raise RuntimeError("killed inside a batch")
+        return self._collection.aggregate(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+
+class CrashingDatabase:
+    def __init__(self, db: Any, crash_at: int) -> None:
+        self._db, self.backups = db, CrashingBackups(db["mongopat_backup"], crash_at)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.backups if name == "mongopat_backup" else self._db[name]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("crash_at", [1, 2, 3, 5])
+def test_a_run_killed_inside_a_batch_resumes_to_the_same_side_documents(mongo, tmp_path, crash_at):
+    """A batch of document_versioning is three aggregations on the backups (first revisions, rewrite,
+    clean-up): killed before any of them, the next up ends with the same documents and revisions."""
+    reference_db, db = mongo.client[mongo.db_name + "_r"], mongo.db
+    try:
+        for target in (reference_db, db):
+            target.items.insert_many(documents(30, seed=6))
+        folder = migration(tmp_path, "document_versioning")
+        Runner(reference_db, load_folder(folder), RunOptions(batch_size=8)).up()
+        with pytest.raises(RuntimeError, match="killed inside a batch"):
+            Runner(CrashingDatabase(db, crash_at), load_folder(folder), RunOptions(batch_size=8)).up()
+        Runner(db, load_folder(folder), RunOptions(batch_size=8)).up()
+        for name in ("items", "items_history"):
+            assert raw_documents(db, name) == raw_documents(reference_db, name)
+        assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_r")
+
+
+class FirstRewriteRaced:
+    """The application, as test_online's harness sees it: it writes two documents just before the first
+    rewrite from the backups."""
+
+    lock = contextlib.nullcontext()
+
+    def __init__(self, db: Any, delete: bool = False) -> None:
+        self.db, self.delete, self.changed = db, delete, []
+
+    def act(self) -> None:
+        if self.changed:
+            return
+        if self.delete:
+            self.db.items.delete_one({"_id": 7})
+            self.changed.append(7)
+            return
+        self.db.items.update_one({"_id": 3}, {"$set": {"status": "app", "flag": "mine"}})
+        self.db.items.update_one({"_id": 5}, {"$inc": {"qty": 100}})
+        self.changed.extend([3, 5])
+
+
+class RacedDatabase:
+    """The database, whose mongopat_backup lets ``app`` write before each of its aggregations."""
+
+    def __init__(self, db: Any, app: FirstRewriteRaced) -> None:
+        self._db, self._app = db, app
+
+    def __getitem__(self, name: str) -> Any:
+        collection = self._db[name]
+        return BackupCollection(collection, self._app) if name == "mongopat_backup" else collection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
 
 
 @pytest.mark.server_only("the server computes the transform")
@@ -137,28 +230,29 @@ def test_a_document_changed_between_its_backup_and_its_rewrite_is_left_to_the_ca
     db = mongo.db
     db.items.insert_many(documents(20))
     folder = migration(tmp_path, "set_field")
-    runner = Runner(db, load_folder(folder), RunOptions(batch_size=50))
-    backups = db.mongopat_backup
-    original_aggregate = type(backups).aggregate
-    changed: list[Any] = []
-
-    def aggregate(self: Any, pipeline: Any, *args: Any, **kwargs: Any) -> Any:
-        if self.name == "mongopat_backup" and not changed:  # the first rewrite: the application writes first
-            db.items.update_one({"_id": 3}, {"$set": {"status": "app", "flag": "mine"}})
-            db.items.update_one({"_id": 5}, {"$inc": {"qty": 100}})
-            changed.extend([3, 5])
-        return original_aggregate(self, pipeline, *args, **kwargs)
-
-    type(backups).aggregate = aggregate  # type: ignore[method-assign]
-    try:
-        runner.up()
-    finally:
-        type(backups).aggregate = original_aggregate  # type: ignore[method-assign]
+    app = FirstRewriteRaced(db)
+    Runner(RacedDatabase(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
+    assert app.changed == [3, 5]
     three, five = db.items.find_one({"_id": 3}), db.items.find_one({"_id": 5})
     assert three["status"] == "app" and three["flag"] == {"on": True, "since": 3}  # caught up from its new version
     assert five["qty"] >= 100 and five["flag"] == {"on": True, "since": 3}
     stats = step_state(db)["stats"]
     assert stats["conflicts"] == 2 and stats["caught_up"] == 2 and stats["pending_left"] == 0
+
+
+@pytest.mark.server_only("the server computes the transform")
+def test_a_document_deleted_before_its_rewrite_leaves_no_side_document(mongo, tmp_path):
+    """document_versioning's first revisions are written from the backups before the rewrite (a crash
+    after it leaves none missing); one whose document the application deleted meanwhile is removed."""
+    db = mongo.db
+    db.items.insert_many(documents(20))
+    folder = migration(tmp_path, "document_versioning")
+    app = FirstRewriteRaced(db, delete=True)
+    Runner(RacedDatabase(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
+    assert app.changed == [7] and db.items.find_one({"_id": 7}) is None
+    assert sorted(d["_id"]["doc"] for d in db.items_history.find()) == [i for i in range(20) if i != 7]
+    stats = step_state(db)["stats"]
+    assert stats["deleted_meanwhile"] == 1 and stats["transformed"] == 19 and stats["pending_left"] == 0
 
 
 @pytest.mark.server_only("a decision about a server")

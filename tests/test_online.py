@@ -245,6 +245,9 @@ def run_online(db: Any, tmp_path: Any, name: str, seed: int) -> None:
     assert db.orders.count_documents(operation.pending(step)) == 0
     assert Runner(db, load_folder(folder), options).verify() == {"0001_online": []}
     check_writes_kept(db, app, step)
+    if name == "document_versioning":  # every document the run stamped has its first revision
+        revisions = {d["_id"]["doc"] for d in db[step.params["history_collection"]].find({"_id.revision": 1})}
+        assert {d["_id"] for d in db.orders.find({}, {"_id": 1})} <= revisions
     app.enabled = True
     Runner(InterleavingDatabase(db, app), load_folder(folder), options).down("base")
     app.enabled = False

@@ -279,16 +279,16 @@ class Runner(InServerSteps, BucketSteps, RunnerBase):
             if clash:
                 raise OperationFailed(f"{step.name} would write into existing collection(s) {', '.join(clash)}")
             self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
-        if self.in_server(migration_id, index, step, state):
-            outcome = self.in_server_step(migration_id, index, step, state)
-            self._finish_document_step(step)
-            return outcome
-        kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
         # Indexes of the collections the step creates first: the application reads a subset's full list or
         # an outlier's overflow by parentId from the start, and so do reruns. The collection's own last.
         for collection, keys in OPERATIONS[step.name].indexes(step):
             if collection != step.collection:
                 self.db[collection].create_index(list(keys.items()))
+        if self.in_server(migration_id, index, step, state):
+            outcome = self.in_server_step(migration_id, index, step, state)
+            self._finish_document_step(step)
+            return outcome
+        kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
         workers = self.options.workers or 1
         if workers > 1 or state.get("ranges"):
             ranges = state.get("ranges") or self._ranges(migration_id, index, name, workers)

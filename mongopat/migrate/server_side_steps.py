@@ -59,7 +59,12 @@ class InServerSteps:
         return why is None
 
     def _client_side_because(self, step: Step, state: dict[str, Any]) -> str | None:
-        if step.type.kind != "document" or OPERATIONS[step.name].server_stages(step) is None:
+        operation = OPERATIONS[step.name]
+        if (
+            step.type.kind != "document"
+            or operation.server_stages(step) is None
+            or operation.server_side_documents(step) is None
+        ):
             return "the step's transform needs Python"
         if self.options.client_side:
             return "--client-side"
@@ -140,6 +145,30 @@ class InServerSteps:
             self._checkpoint(migration_id, index, outcome, backed, written, last, total)  # type: ignore[attr-defined]
         return rewritten
 
+    def _side_documents_of_deleted(
+        self, step: Step, name: str, mine: dict[str, Any], side: dict[str, list[dict[str, Any]]]
+    ) -> int:
+        """Remove the side documents of this batch's documents the application deleted between their
+        backup and their rewrite (as the client side does); returns how many documents that was."""
+        gone = [{"$match": mine}, {"$lookup": {"from": name, "localField": "_id.id", "foreignField": "_id",
+                                               "as": "current"}}, {"$match": {"current": {"$size": 0}}}]  # fmt: skip
+        deleted = 0
+        for collection_name, stages in side.items():
+            ids = [d["_id"] for d in self.db[BACKUP].aggregate([*gone, {"$replaceWith": "$after"}, *stages,
+                                                                {"$project": {"_id": 1}}])]  # fmt: skip
+            if ids:
+                self.db[collection_name].delete_many({"_id": {"$in": ids}})
+            deleted = max(deleted, len(ids))
+        return deleted
+
+    def _range_end(self, collection: Any, query: dict[str, Any]) -> tuple[bool, Any]:
+        """Whether ``query`` matches a document, and the end of the next range: the ``_id`` of the
+        batch_size-th match in ``_id`` order, or of the last one when fewer match (one small reply)."""
+        for skip, order in ((self.options.batch_size - 1, ASCENDING), (0, DESCENDING)):
+            for doc in collection.find(query, {"_id": 1}, sort=[("_id", order)], skip=skip, limit=1):
+                return True, doc["_id"]
+        return False, None
+
     def _in_server_batch(
         self, migration_id: str, index: int, step: Step, last: Any, has_last: bool, stats: dict[str, Any]
     ) -> tuple[Any, int, int] | None:
@@ -150,13 +179,9 @@ class InServerSteps:
         where = operation.pending(step)
         after = {"_id": {"$gt": last}} if has_last else {}
         query = {"$and": [after, where]} if after else where
-        # The range's end: the batch_size-th pending _id, or the last one (one small reply either way).
-        end = list(collection.find(query, {"_id": 1}, sort=[("_id", ASCENDING)], skip=self.options.batch_size - 1,
-                                   limit=1)) or list(collection.find(query, {"_id": 1}, sort=[("_id", DESCENDING)],
-                                                                     limit=1))  # fmt: skip
-        if not end:
+        found, high = self._range_end(collection, query)
+        if not found:
             return None
-        high = end[0]["_id"]
         span = {"_id": {"$lte": high, **({"$gt": last} if has_last else {})}}
         run = ObjectId()
         key = {"m": migration_id, "s": index, "c": name}
@@ -181,6 +206,18 @@ class InServerSteps:
         # This batch's backups: a range of mongopat_backup's _id (documents compare field by field).
         lower = {**key, "id": last} if has_last else {**key, "id": MinKey()}
         mine = {"_id": {"$gt" if has_last else "$gte": lower, "$lte": {**key, "id": high}}, "run": run}
+        side = operation.server_side_documents(step) or {}
+        for collection_name, stages in side.items():
+            # Before the rewrite, as the client side writes them: a crash after it leaves none missing.
+            self.db[BACKUP].aggregate(
+                [
+                    {"$match": mine},
+                    {"$replaceWith": "$after"},
+                    *stages,
+                    {"$merge": {"into": collection_name, "on": "_id", "whenMatched": "replace",
+                                "whenNotMatched": "insert"}},
+                ]
+            )  # fmt: skip
         still_original = {"$eq": ["$$ROOT", "$$new.original"]}  # every field, in order (MongoDB's comparison)
         self.db[BACKUP].aggregate(
             [
@@ -199,7 +236,10 @@ class InServerSteps:
         backed = self.db[BACKUP].count_documents(mine)
         # Those still pending lost a race with the application (or were inserted into the range meanwhile).
         left = collection.count_documents({"$and": [span, where]})
-        written = max(0, backed - left)
+        gone = self._side_documents_of_deleted(step, name, mine, side) if side else 0
+        written = max(0, backed - left - gone)
+        if gone:
+            count(stats, "deleted_meanwhile", gone)
         count(stats, "transformed", written)
         if backed > written:
             count(stats, "conflicts", backed - written)

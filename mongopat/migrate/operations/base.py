@@ -214,6 +214,12 @@ class DocumentOperation(StepOperation):
         Python transform does, so a document's bytes are the same whichever computed it."""
         return None
 
+    def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
+        """Per collection the step creates, the stages a server runs on each transformed document (as
+        :meth:`server_stages` leave it) to make the side document :meth:`transform` gives, or None when
+        they need Python. Steps that create no collection have none to make."""
+        return None if step.created_collections() else {}
+
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
         """An insert the access file declares (after the migration, the document in the new shape), and an
         update, when the step changes what it becomes (:meth:`update_write`)."""

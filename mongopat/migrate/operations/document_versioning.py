@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, changed, command, scalar
-from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
+from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType, top_level
 from mongopat.migrate.transform_api import Context, Document, Result
 
 if TYPE_CHECKING:
@@ -92,6 +92,18 @@ class Operation(AddsFields):
         revision = {key: copy.deepcopy(value) for key, value in doc.items() if key != "_id"}
         history = {"_id": {"doc": doc.get("_id"), "revision": doc[version_field]}, **revision}
         return Result(doc, {step.params["history_collection"]: [history]})
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        # Only pending documents are given: those without the field, stamped at revision 1.
+        version_field = step.params["version_field"]
+        return [{"$set": {version_field: {"$literal": 1}}}] if top_level(version_field) else None
+
+    def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
+        """The first revision: the stamped document with ``_id`` {doc, revision} in the place of its own
+        (``$mergeObjects`` keeps the first field first, where the transform puts it)."""
+        version_field = step.params["version_field"]
+        revision_id = {"_id": {"doc": "$_id", "revision": f"${version_field}"}}
+        return {step.params["history_collection"]: [{"$replaceWith": {"$mergeObjects": ["$$ROOT", revision_id]}}]}
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params
