@@ -158,17 +158,6 @@ class CrashingBackups:
         return getattr(self._collection, name)
 
 
-class CrashingDatabase:
-    def __init__(self, db: Any, crash_at: int) -> None:
-        self._db, self.backups = db, CrashingBackups(db["mongopat_backup"], crash_at)
-
-    def __getitem__(self, name: str) -> Any:
-        return self.backups if name == "mongopat_backup" else self._db[name]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._db, name)
-
-
 @pytest.mark.server_only("the server computes the transform")
 @pytest.mark.parametrize("crash_at", [1, 2, 3, 5])
 def test_a_run_killed_inside_a_batch_resumes_to_the_same_side_documents(mongo, tmp_path, crash_at):
@@ -181,7 +170,11 @@ def test_a_run_killed_inside_a_batch_resumes_to_the_same_side_documents(mongo, t
         folder = migration(tmp_path, "document_versioning")
         Runner(reference_db, load_folder(folder), RunOptions(batch_size=8)).up()
         with pytest.raises(RuntimeError, match="killed inside a batch"):
-            Runner(CrashingDatabase(db, crash_at), load_folder(folder), RunOptions(batch_size=8)).up()
+            Runner(
+                WithBackups(db, CrashingBackups(db["mongopat_backup"], crash_at)),
+                load_folder(folder),
+                RunOptions(batch_size=8),
+            ).up()
         Runner(db, load_folder(folder), RunOptions(batch_size=8)).up()
         for name in ("items", "items_history"):
             assert raw_documents(db, name) == raw_documents(reference_db, name)
@@ -211,18 +204,22 @@ class FirstRewriteRaced:
         self.changed.extend([3, 5])
 
 
-class RacedDatabase:
-    """The database, whose mongopat_backup lets ``app`` write before each of its aggregations."""
+class WithBackups:
+    """The database, with ``backups`` (a wrapper of mongopat_backup) in the place of mongopat_backup."""
 
-    def __init__(self, db: Any, app: FirstRewriteRaced) -> None:
-        self._db, self._app = db, app
+    def __init__(self, db: Any, backups: Any) -> None:
+        self._db, self.backups = db, backups
 
     def __getitem__(self, name: str) -> Any:
-        collection = self._db[name]
-        return BackupCollection(collection, self._app) if name == "mongopat_backup" else collection
+        return self.backups if name == "mongopat_backup" else self._db[name]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._db, name)
+
+
+def raced(db: Any, app: FirstRewriteRaced) -> WithBackups:
+    """The database, whose mongopat_backup lets ``app`` write before each of its aggregations."""
+    return WithBackups(db, BackupCollection(db["mongopat_backup"], app))
 
 
 @pytest.mark.server_only("the server computes the transform")
@@ -231,7 +228,7 @@ def test_a_document_changed_between_its_backup_and_its_rewrite_is_left_to_the_ca
     db.items.insert_many(documents(20))
     folder = migration(tmp_path, "set_field")
     app = FirstRewriteRaced(db)
-    Runner(RacedDatabase(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
+    Runner(raced(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
     assert app.changed == [3, 5]
     three, five = db.items.find_one({"_id": 3}), db.items.find_one({"_id": 5})
     assert three["status"] == "app" and three["flag"] == {"on": True, "since": 3}  # caught up from its new version
@@ -248,7 +245,7 @@ def test_a_document_deleted_before_its_rewrite_leaves_no_side_document(mongo, tm
     db.items.insert_many(documents(20))
     folder = migration(tmp_path, "document_versioning")
     app = FirstRewriteRaced(db, delete=True)
-    Runner(RacedDatabase(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
+    Runner(raced(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
     assert app.changed == [7] and db.items.find_one({"_id": 7}) is None
     assert sorted(d["_id"]["doc"] for d in db.items_history.find()) == [i for i in range(20) if i != 7]
     stats = step_state(db)["stats"]
