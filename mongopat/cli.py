@@ -5,25 +5,47 @@ Exit codes: 0 ok, 1 findings or a failed operation, 2 usage or input error.
 
 from __future__ import annotations
 
-import datetime
-import json
+import contextlib
 import os
 import sys
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mongopat import __version__, command
-from mongopat.cli_options import CollectionOption, DbOption, DirOption, migrates, reads_source
-from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, InputError, MongopatError, SourceError
+from mongopat.cli_options import (
+    BatchOption,
+    CollectionOption,
+    DbOption,
+    DirOption,
+    FormatOption,
+    HtmlOption,
+    LockTimeoutOption,
+    QuietOption,
+    ShowValuesOption,
+    VerboseOption,
+    YesOption,
+    migrates,
+    reads_source,
+)
+from mongopat.cli_output import (
+    Output,
+    State,
+    Stdout,
+    apply_output_flags,
+    check_format,
+    confirm,
+    emit_json,
+    json_text,
+    write_text,
+)
+from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError, SourceError
+from mongopat.render import migrations as printed
 from mongopat.sources import SourceSpec
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from mongopat.analysis.collection import AnalyzeOptions
     from mongopat.migrate.runner import RunOptions
 
@@ -43,35 +65,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-class State:
-    quiet = False
-    verbose = False
-    no_color = "NO_COLOR" in os.environ
-
-    @classmethod
-    def stdout(cls) -> Console:
-        # Piped or captured output gets a width that fits the tables (rich would assume 80 columns).
-        from rich.console import Console
-
-        width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "120"))
-        return Console(no_color=cls.no_color, highlight=False, soft_wrap=False, width=width)
-
-    @classmethod
-    def say(cls, text: str, style: str | None = None) -> None:
-        """One line of plain text on stdout: through rich on a terminal (for the style), written as it is
-        otherwise, so that scripted runs (migrate up in CI, hooks) do not load rich at all."""
-        if sys.stdout.isatty():
-            cls.stdout().print(text, markup=False, style=style)
-        else:
-            sys.stdout.write(text + "\n")
-
-    @classmethod
-    def stderr(cls) -> Console:
-        from rich.console import Console
-
-        return Console(stderr=True, no_color=cls.no_color, highlight=False)
 
 
 def _version(value: bool) -> None:
@@ -147,120 +140,27 @@ def _driver_error(error: Exception, uri: str | None) -> MongopatError | None:
     return describe_error(error, uri) if isinstance(error, PyMongoError) else None
 
 
-# -- shared options ------------------------------------------------------------------------------
-
-FormatOption = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
-HtmlOption = Annotated[str | None, typer.Option("--html", help="Also write a self-contained HTML report to this file.")]
-ShowValuesOption = Annotated[
-    bool,
-    typer.Option("--show-values", help="Show field values (top values, an example document) in HTML; off by default."),
-]
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors.")]
-YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
-VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Notes on how each figure was obtained.")]
-
-
-def apply_output_flags(quiet: bool, verbose: bool) -> None:
-    """--quiet/--verbose are accepted before and after the subcommand alike."""
-    State.quiet = State.quiet or quiet
-    State.verbose = (State.verbose or verbose) and not State.quiet
-
-
-def _check_format(value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise MongopatError(f"unknown --format {value!r}", hint=f"one of {', '.join(allowed)}")
-
-
-class Output:
-    """A command's output: its ``--format`` checked before the command runs, then the result printed by
-    the format's printer (``printers``: format name -> function of the result and the console), or, for
-    ``json``, the result's versioned shape (``as_json`` of it) on standard output."""
-
-    def __init__(
-        self, format: str, as_json: Callable[[Any], Any] | None = None, **printers: Callable[[Any, Console], None]
-    ) -> None:
-        _check_format(format, (*printers, "json"))
-        self.format, self.as_json, self.printers = format, as_json, printers
-
-    @property
-    def json(self) -> bool:
-        return self.format == "json"
-
-    def show(self, result: Any) -> None:
-        if self.json:
-            emit_json(result if self.as_json is None else self.as_json(result))
-        else:
-            self.printers[self.format](result, _Stdout())  # type: ignore[arg-type]
-
-
-class _Stdout:
-    """The console of standard output, made (and rich loaded) only once a printer uses it: printers that
-    only say lines (State.say) keep scripted runs free of rich."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(State.stdout(), name)
-
-
-def progress_factory(total_hint: Callable[[str], int | None] | None = None):
-    """A rich progress bar per collection on stderr, shown only on a terminal and without --quiet."""
-    if State.quiet:  # before rich is loaded: a quiet run never needs it
-        return None, None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    console = State.stderr()
-    if not console.is_terminal:
-        return None, None
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("docs"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
-
-    def start(name: str, expected: int | None) -> Callable[[int], None]:
-        task = progress.add_task(name, total=expected)
-
-        def update(done: int) -> None:
-            progress.update(task, completed=done)
-
-        return update
-
-    return progress, start
-
-
-def write_text(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise MongopatError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if not State.quiet:
-        State.stderr().print(f"written to {path}", markup=False)
-
-
-def _json_default(value: Any) -> Any:
-    """Dates as ISO-8601 UTC strings; other BSON values as relaxed Extended JSON."""
-    from bson import json_util as bson_json
-
-    if isinstance(value, datetime.datetime):
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    return json.loads(bson_json.dumps(value, json_options=bson_json.RELAXED_JSON_OPTIONS))
-
-
 def analyze_with_progress(spec: SourceSpec, collections: list[str] | None, options: AnalyzeOptions) -> dict[str, Any]:
-    progress, start = progress_factory()
+    from mongopat.render.progress import collection_bars
+
+    progress, start = collection_bars(State.progress_console())
     if progress is None:
         return command.analyze(spec, collections, options)
     with progress:
         return command.analyze(spec, collections, options, start)
 
 
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default) + "\n")
+@contextlib.contextmanager
+def _step_bars(options: RunOptions) -> Iterator[RunOptions]:
+    """``options`` with a progress bar per migration step while the run lasts, on a terminal."""
+    from mongopat.render.progress import step_bars
+
+    display = step_bars(options, State.progress_console())
+    try:
+        yield options
+    finally:
+        if display is not None:
+            display.stop()
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -316,7 +216,7 @@ def analyze(
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
+        check_format(format, ("table", "json"))
         spec = source
         options = AnalyzeOptions(
             sample_size=sample, distinct_limit=distinct_limit, keep_example=show_values, full_scan=full_scan
@@ -342,8 +242,8 @@ def analyze(
             from mongopat.render.console import print_report
 
             print_report(report, State.stdout(), verbose=State.verbose)
-        if output and not State.quiet:
-            State.stderr().print(f"report written to {output}", markup=False, soft_wrap=True)
+        if output:
+            State.note(f"report written to {output}")
         return 0
 
     run(body, source.uri)
@@ -388,7 +288,7 @@ def recommend(
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
-        _check_format(format, ("table", "json", "markdown"))
+        check_format(format, ("table", "json", "markdown"))
         if report and (source.uri or source.dump):
             raise MongopatError("give either --report or a source (--uri/--dump), not both")
         if report:
@@ -408,8 +308,8 @@ def recommend(
             sys.stdout.write(to_markdown(result))
         else:
             print_recommendations(result, State.stdout(), verbose=State.verbose)
-        if output and not State.quiet:
-            State.stderr().print(f"recommendations written to {output}", markup=False, soft_wrap=True)
+        if output:
+            State.note(f"recommendations written to {output}")
         return 0
 
     run(body, source.uri)
@@ -417,41 +317,17 @@ def recommend(
 
 @app.command(name="rules", epilog="Examples:\n\n  mongopat rules\n\n  mongopat rules --format json")
 def list_rules(
-    format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    format: FormatOption = "table",
 ) -> None:
     """List the detectors: code, name, kind, thresholds and what each looks for."""
 
-    from mongopat.rules import registry
+    from mongopat.render.rules import print_rules
 
     def body() -> int:
-        output = Output(format, as_json=lambda rules: {"rules": rules}, table=print_rules)
-        rules = [
-            {
-                "code": r.code,
-                "name": r.name,
-                "kind": r.kind,
-                "title": r.title,
-                "thresholds": dict(r.defaults),
-                "description": " ".join((r.__doc__ or "").split()),
-            }
-            for r in registry()
-        ]
-        output.show(rules)
+        Output(format, as_json=lambda rules: {"rules": rules}, table=print_rules).show(command.list_rules())
         return 0
 
     run(body)
-
-
-def print_rules(rules: list[dict[str, Any]], console: Console) -> None:
-    from rich.table import Table
-
-    table = Table(header_style="bold")
-    for column in ("code", "name", "kind", "thresholds", "what it looks for"):
-        table.add_column(column)
-    for r in rules:
-        thresholds = ", ".join(f"{k}={v:,.0f}" if v >= 1000 else f"{k}={v:g}" for k, v in r["thresholds"].items())
-        table.add_row(r["code"], r["name"], r["kind"], thresholds, r["description"])
-    console.print(table)
 
 
 access_app = typer.Typer(help="Access-pattern files: draft one from what the deployment records.", no_args_is_help=True)
@@ -489,13 +365,12 @@ def access_draft(
     """Draft an access-pattern file from logs, top, $queryStats, the profiler and the collections (reads only)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mongopat.draft.render import to_json as draft_json
-    from mongopat.draft.render import to_yaml
+    from mongopat.draft.render import print_summary, to_json, to_yaml
 
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
-        _check_format(format, ("yaml", "json"))
+        check_format(format, ("yaml", "json"))
         spec = source
         console = State.stderr()
         progress = None
@@ -516,11 +391,11 @@ def access_draft(
         if output:
             write_text(output, text)
         if format == "json":
-            emit_json(draft_json(draft))
+            emit_json(to_json(draft))
         elif not output:
             sys.stdout.write(text)
         if not State.quiet:
-            print_draft_summary(draft, console)
+            print_summary(draft, console)
         if not draft.has_evidence():
             tried = "; ".join(f"{s.name}: {s.detail}" for s in draft.statuses)
             console.print(
@@ -576,16 +451,16 @@ def check(
     quiet: QuietOption = False,
 ) -> None:
     """The CI gate: exit 0 when all is well, 1 when a finding reaches --fail-on, 2 on usage or input errors."""
-    from mongopat.check.formats import to_json as check_json
-    from mongopat.check.formats import to_junit as check_junit
-    from mongopat.check.formats import to_sarif as check_sarif
+    from mongopat.check.formats import to_json, to_junit, to_sarif
+    from mongopat.render.check import print_check
+    from mongopat.render.progress import collection_bars
 
     apply_output_flags(quiet, False)
 
     def body() -> int:
-        _check_format(format, ("table", "json", "junit", "sarif"))
+        check_format(format, ("table", "json", "junit", "sarif"))
         spec = source
-        progress, start = progress_factory()
+        progress, start = collection_bars(State.progress_console())
         arguments = (spec, report, access, config, dir, snapshot, write_snapshot, fail_on,
                      command.parse_threshold_options(threshold or []), collection)  # fmt: skip
         if progress is None:
@@ -597,11 +472,11 @@ def check(
             print_check(result, State.stdout())
             return 0 if result["ok"] else 1
         if format == "json":
-            text = json.dumps(check_json(result), indent=2, ensure_ascii=False, default=_json_default) + "\n"
+            text = json_text(to_json(result))
         elif format == "junit":
-            text = check_junit(result)
+            text = to_junit(result)
         else:
-            text = json.dumps(check_sarif(result), indent=2, ensure_ascii=False, default=_json_default) + "\n"
+            text = json_text(to_sarif(result))
         if output:
             write_text(output, text)
         else:
@@ -609,32 +484,6 @@ def check(
         return 0 if result["ok"] else 1
 
     run(body, source.uri)
-
-
-def print_check(result: dict[str, Any], console: Console) -> None:
-    from rich.table import Table
-
-    summary = result["summary"]
-    status = "[bold green]ok[/]" if result["ok"] else f"[bold red]{summary['failing']} failing[/]"
-    console.print(
-        f"mongopat check: {status} (fail on {result['fail_on']}; {summary['findings']} finding(s), "
-        f"{summary['waived']} waived)"
-    )
-    for name, ran in result["checks"].items():
-        console.print(
-            f"  {name}: " + ("checked" if ran["ran"] else f"skipped ({ran['note']})"), markup=False, style="dim"
-        )
-    if result["findings"]:
-        table = Table(header_style="bold")
-        for column in ("severity", "id", "check", "where", "message"):
-            table.add_column(column)
-        for finding in result["findings"]:
-            where = ".".join(x for x in (finding.collection, finding.field) if x)
-            severity = "waived" if finding.waived else finding.severity
-            table.add_row(severity, finding.id, finding.check, where, finding.message[:160])
-        console.print(table)
-    for note in result["notes"]:
-        console.print(f"note: {note}", markup=False, style="dim")
 
 
 @app.command(epilog="Examples:\n\n  mongopat demo\n\n  mongopat demo /tmp/mongopat-demo")
@@ -706,96 +555,23 @@ def migrate_plan(
     With --uri, each step is checked against the target (shard keys, validators) and a sample of its
     collection transformed as the step would: a step that would leave documents failing the collection's
     validator is warned about."""
-    from mongopat.migrate.plan import load_recommendations
-    from mongopat.migrate.plan import plan as plan_migrations
-    from mongopat.sources.mongo import MongoSource
-
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
-        if add_validators and not uri:
-            raise InputError("--add-validators samples the collections: give --uri (and --db)")
-        recommendations = load_recommendations(from_)
-        target = MongoSource(uri, db) if uri else None
-        probe = target.collection_info if target is not None else None
-        after = _transformed_sample(target) if target is not None else None
-        refused: list[str] = []
-        warnings: list[str] = []
+        output = Output(format, table=printed.print_plan)
 
-        def planned(write: bool) -> tuple[list[Any], list[str]]:
-            refused.clear()
-            warnings.clear()
-            return plan_migrations(
-                recommendations, Path(dir), only, not write, probe, refused, after, add_validators, warnings
-            )
-
-        files, notes = planned(False)
-        if files and not dry_run:
-            if not yes and sys.stdin.isatty() and not typer.confirm(f"Write {len(files)} migration file(s) to {dir}?"):
-                return 1
-            files, notes = planned(True)
-        if format == "json":
-            listed = [
-                {"path": str(f.path), "code": f.code, "collection": f.collection, "description": f.description}
-                for f in files
-            ]
-            emit_json(
-                {"written": not dry_run, "files": listed, "notes": notes, "refused": refused, "warnings": warnings}
-            )
-            return 1 if refused else 0
-        console = State.stdout()
-        verb = "would write" if dry_run else "wrote"
-        for planned in files:
-            console.print(
-                f"{verb} {planned.path}  ({planned.code} on {planned.collection}: {planned.description})", markup=False
-            )
-        for note in notes:
-            console.print(f"skipped: {note}", markup=False, style="dim")
-        for warning in warnings:
-            State.stderr().print(f"warning: {warning}", markup=False, style="yellow")
-        if not files:
-            console.print("nothing to plan", markup=False)
-        elif not dry_run:
-            console.print(f"review the files, commit them, then: mongopat migrate up --dir {dir}", markup=False)
-        if files:
-            console.print(guide_hint(from_, dir), markup=False, soft_wrap=True)
-        return 1 if refused else 0
+        target = SourceSpec(uri=uri, db=db) if uri else None
+        asked = lambda count: confirm(f"Write {count} migration file(s) to {dir}?", yes)  # noqa: E731
+        result = command.migrate_plan(from_, dir, only, dry_run, target, add_validators, asked)
+        if result is None:
+            return 1
+        if not output.json:
+            for warning in result["warnings"]:
+                State.stderr().print(f"warning: {warning}", markup=False, style="yellow")
+        output.show(result)
+        return 1 if result["refused"] else 0
 
     run(body)
-
-
-def _transformed_sample(target: Any) -> Any:
-    """A sample of a collection as a step would leave it, from the target (read only). Taken once per step:
-    the files written after confirmation hold what the first pass showed."""
-    from mongopat.migrate.server_runner import Runner
-
-    runner = Runner(target.db, [])
-    taken: dict[str, list[dict[str, Any]]] = {}
-
-    def sample(step: Any) -> list[dict[str, Any]]:
-        key = json.dumps(step.to_dict(), sort_keys=True, default=str)
-        if key not in taken:
-            taken[key] = runner.transformed_sample(step, PLAN_SAMPLE)
-        return taken[key]
-
-    return sample
-
-
-def guide_hint(recommendations_path: str, folder: str) -> str:
-    """The command that shows what the application must change for the planned migrations."""
-    try:
-        with open(recommendations_path, encoding="utf-8") as handle:
-            saved = json.load(handle)
-    except (OSError, ValueError):
-        saved = {}
-    access = saved.get("access_file") if isinstance(saved, dict) else None
-    source = (saved.get("source") or {}) if isinstance(saved, dict) else {}
-    where = f"--dump {source['location']}" if source.get("kind") == "dump" and source.get("location") else "--uri ..."
-    return (
-        "what the application must change (reads and writes rewritten): "
-        f"mongopat migrate guide --dir {folder} --access {access or 'access.yaml'} {where}"
-    )
 
 
 @migrate_app.command(
@@ -817,106 +593,12 @@ def migrate_new(
     dir: DirOption = "migrations",
 ) -> None:
     """Write a new migration file with one step, parameters to fill in where not given."""
-    import yaml
-
-    from mongopat.migrate.script import write_new as write_new_migration
 
     def body() -> int:
-        params = {}
-        for item in param or []:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise MongopatError(f"--param {item!r}: expected KEY=VALUE")
-            try:
-                params[key] = yaml.safe_load(value)
-            except yaml.YAMLError as exc:
-                raise MongopatError(f"--param {item!r}: value is not valid YAML: {exc}") from None
-        path = write_new_migration(Path(dir), name, pattern, collection, params)
-        State.stdout().print(f"wrote {path}", markup=False)
+        State.say(f"wrote {command.migrate_new(dir, name, pattern, collection, param)}")
         return 0
 
     run(body)
-
-
-def _confirm(question: str, yes: bool) -> bool:
-    """Ask only on a terminal; --yes, or no terminal, never waits for input."""
-    if yes or not sys.stdin.isatty():
-        return True
-    return typer.confirm(question)
-
-
-def _run_options(
-    batch_size: int,
-    lock_timeout: float,
-    dry_run: bool = False,
-    max_docs_per_sec: float | None = None,
-    max_lag: float | None = None,
-) -> RunOptions:
-    from mongopat.migrate.runner import RunOptions
-
-    return _with_progress(
-        RunOptions(
-            batch_size=batch_size,
-            lock_timeout=lock_timeout,
-            dry_run=dry_run,
-            max_docs_per_sec=max_docs_per_sec,
-            max_lag=max_lag,
-        )
-    )
-
-
-def _with_progress(options: RunOptions) -> RunOptions:
-    """``options`` with a progress bar per step, on a terminal."""
-    console = None if State.quiet else State.stderr()
-    if console is not None and console.is_terminal:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]} docs/s"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        )
-        tasks: dict[tuple[str, int], Any] = {}
-        started: dict[tuple[str, int], float] = {}
-
-        def update(migration_id: str, index: int, done: int, total: int | None = None) -> None:
-            key = (migration_id, index)
-            if key not in tasks:
-                progress.start()
-                tasks[key] = progress.add_task(f"{migration_id} step {index + 1}", total=total, rate="-")
-                started[key] = time.monotonic()
-            elapsed = max(time.monotonic() - started[key], 1e-6)
-            progress.update(tasks[key], completed=done, total=total, rate=f"{done / elapsed:,.0f}")
-
-        options.progress = update
-        options.on_batch = None
-        options._progress_display = progress  # type: ignore[attr-defined]
-    return options
-
-
-def _stop_progress(options: RunOptions) -> None:
-    display = getattr(options, "_progress_display", None)
-    if display is not None:
-        display.stop()
-
-
-BatchOption = Annotated[int, typer.Option("--batch-size", help="Documents per batch (one bulk write each).", min=1)]
-LockTimeoutOption = Annotated[
-    float, typer.Option("--lock-timeout", help="Seconds to wait for another run's lock.", min=0)
-]
 
 
 @migrate_app.command(
@@ -935,33 +617,11 @@ def migrate_status(
     """Applied, pending, failed and edited-after-apply migrations."""
 
     def body() -> int:
-        output = Output(format, as_json=lambda rows: {"migrations": rows}, table=print_status)
+        output = Output(format, as_json=lambda rows: {"migrations": rows}, table=printed.print_status)
         output.show(command.migrate_status(target, dir))
         return 0
 
     run(body, target.uri)
-
-
-def print_status(rows: list[dict[str, Any]], console: Console) -> None:
-    from rich.table import Table
-
-    table = Table(header_style="bold")
-    for column in ("id", "state", "description", "applied at", "read", "written", "seconds"):
-        table.add_column(column)
-    for row in rows:
-        state = row["state"] + (" (edited since applied)" if row["edited"] else "")
-        if row.get("pending_documents"):
-            state += f" ({row['pending_documents']:,} documents in the old shape: run up)"
-        table.add_row(
-            row["id"],
-            state,
-            row["description"],
-            str(row["applied_at"] or ""),
-            str(row["read"] or ""),
-            str(row["written"] or ""),
-            str(row["duration_s"] or ""),
-        )
-    console.print(table)
 
 
 @migrate_app.command(
@@ -1013,19 +673,20 @@ def migrate_up(
     quiet: QuietOption = False,
 ) -> None:
     """Apply pending migrations in order, in batches, resuming an interrupted one."""
-    from bson import json_util as bson_json
-
     apply_output_flags(quiet, False)
 
     def body() -> int:
+        import json
+
+        from bson import json_util as bson_json
+
         from mongopat.migrate.runner import RunOptions
 
         output = Output(
             format,
             as_json=lambda results: {"dry_run": dry_run, "migrations": json.loads(bson_json.dumps(results))},
-            table=print_up,
+            table=printed.print_up,
         )
-        spec = target
         options = RunOptions(
             batch_size=batch_size,
             lock_timeout=lock_timeout,
@@ -1038,51 +699,21 @@ def migrate_up(
         )
         command.check_run_options(options)  # before anything is asked or read
         if not dry_run:
-            rows = command.migrate_status(spec, dir)
-            pending = [r["id"] for r in rows if r["state"] in ("pending", "failed", "running")]
-            old_shape = sum(r.get("pending_documents") or 0 for r in rows)
+            pending, old_shape = command.pending_work(target, dir)
             if not pending and not old_shape:
                 State.say("nothing to apply")
                 return 0
             question = f"Apply {len(pending)} migration(s) ({', '.join(pending)})?" if pending else ""
             if old_shape:
                 question += f" Migrate {old_shape:,} document(s) written in the old shape since their migration ran?"
-            if not _confirm(question.strip(), yes):
+            if not confirm(question.strip(), yes):
                 return 1
-        _with_progress(options)
-        try:
-            results = command.migrate_up(spec, dir, to, options)
-        finally:
-            _stop_progress(options)
+        with _step_bars(options):
+            results = command.migrate_up(target, dir, to, options)
         output.show(results)
         return 0
 
     run(body, target.uri)
-
-
-def print_up(results: list[dict[str, Any]], console: Console) -> None:
-    """What ``up`` did (or would do, on a dry run); said on standard output unless --quiet."""
-    from bson import json_util as bson_json
-
-    for result in results:
-        if result["state"] == "dry-run":
-            for step in result["steps"]:
-                reads = "" if step.get("would") else f": {step['documents']:,} documents to read"
-                State.say(f"{result['id']}: {step['step']} on {step['collection']}{reads}")
-                for sentence in step.get("would") or []:
-                    State.say(f"  {sentence}")
-                for example in step["examples"][:2]:
-                    State.say("  before: " + bson_json.dumps(example["before"])[:300], style="dim")
-                    State.say("  after:  " + bson_json.dumps(example["after"])[:300])
-        elif result["state"] == "caught-up":
-            State.say(f"{result['id']}: migrated {result['read']:,} document(s) written in the old shape")
-        else:
-            State.say(
-                f"applied {result['id']}: read {result['read']:,}, wrote {result['written']:,}, "
-                f"{result['duration_s']} s"
-            )
-            for note in result.get("notes") or []:
-                State.say(f"  note: {note}", style="dim")
 
 
 @migrate_app.command(
@@ -1103,12 +734,14 @@ def migrate_down(
     apply_output_flags(quiet, False)
 
     def body() -> int:
-        spec = target
+        from mongopat.migrate.runner import RunOptions
+
         what = "every migration" if to == "base" else f"every migration after {to}" if to else "the last migration"
-        if not _confirm(f"Revert {what}?", yes):
+        if not confirm(f"Revert {what}?", yes):
             return 1
-        reverted = command.migrate_down(spec, dir, to, _run_options(batch_size, lock_timeout))
-        State.say("reverted: " + (", ".join(reverted) or "nothing"))
+        with _step_bars(RunOptions(batch_size=batch_size, lock_timeout=lock_timeout)) as options:
+            reverted = command.migrate_down(target, dir, to, options)
+        printed.print_down(reverted, Stdout())
         return 0
 
     run(body, target.uri)
@@ -1134,20 +767,13 @@ def migrate_verify(
         output = Output(
             format,
             as_json=lambda results: {"migrations": [{"id": k, "ok": not v, "problems": v} for k, v in results.items()]},
-            table=print_verify,
+            table=printed.print_verify,
         )
         results = command.migrate_verify(target, dir, migration_id)
         output.show(results)
         return 1 if any(results.values()) else 0
 
     run(body, target.uri)
-
-
-def print_verify(results: dict[str, list[str]], console: Console) -> None:
-    for migration, problems in results.items():
-        console.print(f"{migration}: " + ("ok" if not problems else "; ".join(problems)), markup=False)
-    if not results:
-        console.print("no applied migration to verify", markup=False)
 
 
 @migrate_app.command(
@@ -1172,8 +798,8 @@ def migrate_stamp(
     exit 1 with the documents each step finds in the old shape). 'stamp base' forgets every one."""
 
     def body() -> int:
-        output = Output(format, table=print_stamp)
-        if migration_id == "base" and not _confirm(
+        output = Output(format, table=printed.print_stamp)
+        if migration_id == "base" and not confirm(
             "Forget every applied migration (and what mongopat kept for their down)? The data stays as it is.", yes
         ):
             return 1
@@ -1182,23 +808,6 @@ def migrate_stamp(
         return 1 if result.get("refused") else 0
 
     run(body, target.uri)
-
-
-def print_stamp(result: dict[str, Any], console: Console) -> None:
-    if result["to"] == "base":
-        forgotten = ", ".join(result["forgotten"]) or "nothing"
-        console.print(f"forgotten: {forgotten} ({result['backups_removed']} backup(s) removed)", markup=False)
-        return
-    for check in result["checks"]:
-        count = check["old_shape"]
-        left = "no document shape to check" if count is None else f"{count:,} in the old shape"
-        console.print(
-            f"{check['id']} step {check['step']} ({check['type']} on {check['collection']}): {left}", markup=False
-        )
-    if result.get("refused"):
-        console.print(f"not stamped: {result['refused']}", markup=False, soft_wrap=True)
-    else:
-        console.print("stamped: " + (", ".join(result["stamped"]) or "nothing (already applied)"), markup=False)
 
 
 @migrate_app.command(
@@ -1220,26 +829,15 @@ def migrate_repair(
     """Accept an edit of an applied migration's file: show what changed against the applied version and
     record the new checksum. Exit 1 when refused (its steps changed; --force records it anyway)."""
 
-    def confirm(result: dict[str, Any]) -> bool:
+    def accepted(result: dict[str, Any]) -> bool:  # asked with the diff in view
         if format != "json" and result.get("diff"):
             State.stdout().print(result["diff"], markup=False, highlight=False, end="")
-        return _confirm(f"Record the edited {migration_id} as applied?", yes)
+        return confirm(f"Record the edited {migration_id} as applied?", yes)
 
     def body() -> int:
-        _check_format(format, ("table", "json"))
-        result = command.migrate_repair(target, dir, migration_id, force, confirm)
-        if format == "json":
-            emit_json(result)
-            return 1 if result.get("refused") else 0
-        console = State.stdout()
-        if not result["changed"]:
-            console.print(f"{migration_id}: the file is the one applied; nothing to repair", markup=False)
-        elif result.get("refused"):
-            if result.get("diff"):
-                console.print(result["diff"], markup=False, highlight=False, end="")
-            console.print(f"{migration_id}: not repaired: {result['refused']}", markup=False, soft_wrap=True)
-        else:
-            console.print(f"{migration_id}: the edited file is now the one recorded as applied", markup=False)
+        output = Output(format, table=printed.print_repair)
+        result = command.migrate_repair(target, dir, migration_id, force, accepted)
+        output.show(result)
         return 1 if result.get("refused") else 0
 
     run(body, target.uri)
@@ -1278,54 +876,12 @@ def migrate_rehearse(
             State.stderr().print(message, markup=False)
 
     def body() -> int:
-        output = Output(format, table=print_rehearsal)
+        output = Output(format, table=printed.print_rehearsal)
         result = command.migrate_rehearse(target, dir, ids, access, sample, scratch_uri, step)
         output.show(result)
         return 0 if result["ok"] else 1
 
     run(body, target.uri)
-
-
-def _bytes(count: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if count >= size:
-            return f"{count / size:,.1f} {unit}"
-    return f"{count:,} B"
-
-
-def print_rehearsal(result: dict[str, Any], console: Console) -> None:
-    from rich.table import Table
-
-    copied = ", ".join(f"{c['collection']} {c['copied']:,} of {c['total']:,}" for c in result["copied"])
-    console.print(f"copied into {result['scratch']}: {copied}", markup=False, soft_wrap=True)
-    table = Table(title="rehearsal", header_style="bold")
-    for column in ("migration", "read", "written", "seconds", "backup", "created"):
-        table.add_column(column, overflow="fold")
-    for entry in result["migrations"]:
-        created = [*entry.get("new_collections", []), *(f"index {i['name']}" for i in entry.get("index_builds", []))]
-        table.add_row(
-            entry["id"],
-            f"{entry.get('read', 0):,}",
-            f"{entry.get('written', 0):,}",
-            f"{entry.get('seconds', 0):.2f}",
-            _bytes(entry.get("backup_bytes", 0)),
-            ", ".join(created) or "-",
-        )
-    console.print(table)
-    for entry in result["migrations"]:
-        estimate = entry.get("estimate")
-        if estimate:
-            console.print(
-                f"{entry['id']} in full: {estimate['read']:,} read, {estimate['written']:,} written, about "
-                f"{estimate['seconds']:,.0f} s, backup {_bytes(estimate['backup_bytes'])} ({estimate['basis']})",
-                markup=False,
-                soft_wrap=True,
-            )
-    for failure in result["failures"]:
-        console.print(f"difference: {failure}", markup=False, soft_wrap=True)
-    for difference in result["differences"]:
-        console.print(f"  {difference}", markup=False, soft_wrap=True)
-    console.print("rehearsal ok" if result["ok"] else "rehearsal FAILED", markup=False)
 
 
 @migrate_app.command(
@@ -1347,7 +903,7 @@ def migrate_unlock(
     """Show who holds the migration lock; release it once its lease has expired (--force: a live one).
     Exit 0 when the lock is free or released, 1 when it stays held."""
 
-    def confirm(seen: dict[str, Any]) -> bool:
+    def released(seen: dict[str, Any]) -> bool:
         if yes:
             return True
         if not sys.stdin.isatty():
@@ -1355,29 +911,12 @@ def migrate_unlock(
         return typer.confirm(f"Release the live lease of {seen.get('host')} (pid {seen.get('pid')})?")
 
     def body() -> int:
-        output = Output(format, table=print_unlock)
-        result = command.migrate_unlock(target, force, confirm)
+        output = Output(format, table=printed.print_unlock)
+        result = command.migrate_unlock(target, force, released)
         output.show(result)
         return 0 if result["state"] == "free" or result["released"] else 1
 
     run(body, target.uri)
-
-
-def print_unlock(result: dict[str, Any], console: Console) -> None:
-    if result["state"] == "free":
-        console.print("the migration lock is free", markup=False)
-        return
-    console.print(
-        f"held by {result.get('host')} (pid {result.get('pid', '?')}, {result.get('holder')}) since "
-        f"{result.get('acquired_at')}; lease {'ended' if result['state'] == 'expired' else 'ends'} "
-        f"{result.get('expires_at')} UTC",
-        markup=False,
-        soft_wrap=True,
-    )
-    if result["released"]:
-        console.print("released", markup=False)
-    else:
-        console.print(f"not released: {result.get('refused')}", markup=False, soft_wrap=True)
 
 
 @migrate_app.command(
@@ -1424,7 +963,7 @@ def migrate_guide(
     apply_output_flags(quiet, False)
 
     def body() -> int:
-        _check_format(format, ("markdown", "json"))
+        check_format(format, ("markdown", "json"))
         if not access:
             raise MongopatError("--access is required: the guide rewrites the reads and writes it declares")
         if check_:
@@ -1432,9 +971,11 @@ def migrate_guide(
             if format == "json":
                 emit_json(result)
             else:
-                print_guide_check(result, State.stdout())
+                printed.print_guide_check(result, Stdout())
             return 0 if result["ok"] else 1
-        progress, start = progress_factory()
+        from mongopat.render.progress import collection_bars
+
+        progress, start = collection_bars(State.progress_console())
         if progress is None:
             document = command.migrate_guide(dir, access, source, report, ids, every)
         else:
@@ -1463,33 +1004,6 @@ def migrate_guide(
         return 0
 
     run(body, source.uri)
-
-
-def print_guide_check(result: dict[str, Any], console: Console) -> None:
-    for migration in result["migrations"]:
-        figures = (
-            f"{migration['reads_compared']} reads compared ({migration['documents_compared']} documents), "
-            f"{migration['writes_applied']} writes applied"
-        )
-        state = "ok" if not migration["differences"] else f"{len(migration['differences'])} difference(s)"
-        console.print(f"{migration['id']}: {state}: {figures}", markup=False)
-        for difference in migration["differences"]:
-            console.print(f"  {difference['kind']} {difference['name']}: {difference['message']}", markup=False)
-    if not result["migrations"]:
-        console.print("no applied migration to check", markup=False)
-
-
-def print_draft_summary(draft, console: Console) -> None:
-    from rich.table import Table
-
-    table = Table(title="sources", header_style="bold")
-    for column in ("source", "used", "entries", "detail"):
-        table.add_column(column)
-    for status in draft.statuses:
-        table.add_row(status.name, "yes" if status.used else "no", str(status.entries), status.detail)
-    console.print(table)
-    for flag in draft.flags():
-        console.print(f"flag: {flag['collection']}.{flag['query']}: {flag['flag']}", markup=False, soft_wrap=True)
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Options the commands share, declared once.
+"""Options the commands share, declared once: single options (``--format``, ``--yes``...) and groups.
 
 A command that reads a database or a dump folder takes one ``source: SourceSpec`` parameter and is
 decorated with :func:`reads_source`; one that runs migrations takes ``target: SourceSpec`` and is decorated
@@ -50,6 +50,19 @@ ReadPrefOption = Annotated[
 ]
 DirOption = Annotated[str, typer.Option("--dir", help="The migrations folder.")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Random seed for sampling dump files.")]
+FormatOption = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+HtmlOption = Annotated[str | None, typer.Option("--html", help="Also write a self-contained HTML report to this file.")]
+ShowValuesOption = Annotated[
+    bool,
+    typer.Option("--show-values", help="Show field values (top values, an example document) in HTML; off by default."),
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Notes on how each figure was obtained.")]
+BatchOption = Annotated[int, typer.Option("--batch-size", help="Documents per batch (one bulk write each).", min=1)]
+LockTimeoutOption = Annotated[
+    float, typer.Option("--lock-timeout", help="Seconds to wait for another run's lock.", min=0)
+]
 
 _KW = inspect.Parameter.KEYWORD_ONLY
 

@@ -134,6 +134,23 @@ def recommend(
     }
 
 
+def list_rules() -> list[dict[str, Any]]:
+    """Every detector: code, name, kind, title, default thresholds and what it looks for."""
+    from mongopat.rules import registry
+
+    return [
+        {
+            "code": r.code,
+            "name": r.name,
+            "kind": r.kind,
+            "title": r.title,
+            "thresholds": dict(r.defaults),
+            "description": " ".join((r.__doc__ or "").split()),
+        }
+        for r in registry()
+    ]
+
+
 def validate_thresholds(thresholds: dict[str, dict[str, float]]) -> None:
     from mongopat.rules import registry
 
@@ -326,6 +343,121 @@ def migrate_repair(
     """What an edit of an applied migration's file changed, and its new checksum recorded after ``confirm``
     (refused when the steps changed, unless ``force``)."""
     return _migrations(spec, folder, "repair", migration_id, force, confirm)
+
+
+PLAN_SAMPLE = 1000  # documents per collection transformed by 'migrate plan --uri'
+
+
+def migrate_plan(
+    recommendations_path: str,
+    folder: str,
+    only: list[str] | None = None,
+    dry_run: bool = False,
+    spec: SourceSpec | None = None,
+    add_validators: bool = False,
+    confirm: Callable[[int], bool] | None = None,
+) -> dict[str, Any] | None:
+    """One migration file per recommendation that carries a migration (``only``: rule codes, patterns or
+    collections), written unless ``dry_run`` and once ``confirm`` (asked with the number of files) agrees;
+    None when it does not. With a server in ``spec``, each step is checked against it (shard keys,
+    validators) and a sample of its collection transformed as the step would: a step that would leave
+    documents failing the collection's validator is warned about. ``plan_version`` 1."""
+    from mongopat.migrate.plan import load_recommendations, plan
+
+    if add_validators and not (spec and spec.uri):
+        raise InputError("--add-validators samples the collections: give --uri (and --db)")
+    recommendations = load_recommendations(recommendations_path)
+    with contextlib.ExitStack() as stack:
+        target = stack.enter_context(_server(spec)) if spec is not None and spec.uri else None
+        probe = target.collection_info if target is not None else None
+        after = _transformed_sample(target) if target is not None else None
+        refused: list[str] = []
+        warnings: list[str] = []
+
+        def planned(write: bool) -> tuple[list[Any], list[str]]:
+            refused.clear()
+            warnings.clear()
+            return plan(recommendations, Path(folder), only, not write, probe, refused, after, add_validators, warnings)
+
+        files, notes = planned(False)
+        if files and not dry_run:
+            if confirm is not None and not confirm(len(files)):
+                return None
+            files, notes = planned(True)
+    return {
+        "plan_version": 1,
+        "written": not dry_run,
+        "folder": folder,
+        "files": [
+            {"path": str(f.path), "code": f.code, "collection": f.collection, "description": f.description}
+            for f in files
+        ],
+        "notes": notes,
+        "refused": refused,
+        "warnings": warnings,
+        "guide": guide_command(recommendations_path, folder),
+    }
+
+
+def _transformed_sample(target: Any) -> Callable[[Any], list[dict[str, Any]]]:
+    """A sample of a collection as a step would leave it, from the target (read only). Taken once per step:
+    the files written after confirmation hold what the first pass showed."""
+    import json
+
+    from mongopat.migrate.server_runner import Runner
+
+    runner = Runner(target.db, [])
+    taken: dict[str, list[dict[str, Any]]] = {}
+
+    def sample(step: Any) -> list[dict[str, Any]]:
+        key = json.dumps(step.to_dict(), sort_keys=True, default=str)
+        if key not in taken:
+            taken[key] = runner.transformed_sample(step, PLAN_SAMPLE)
+        return taken[key]
+
+    return sample
+
+
+def guide_command(recommendations_path: str, folder: str) -> str:
+    """The command that shows what the application must change for the planned migrations."""
+    import json
+
+    try:
+        with open(recommendations_path, encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except (OSError, ValueError):
+        saved = {}
+    access = saved.get("access_file") if isinstance(saved, dict) else None
+    source = (saved.get("source") or {}) if isinstance(saved, dict) else {}
+    where = f"--dump {source['location']}" if source.get("kind") == "dump" and source.get("location") else "--uri ..."
+    return f"mongopat migrate guide --dir {folder} --access {access or 'access.yaml'} {where}"
+
+
+def migrate_new(folder: str, name: str, pattern: str, collection: str, params: list[str] | None = None) -> Path:
+    """A new migration file with one step; ``params`` are ``KEY=VALUE`` (VALUE is YAML), the others are
+    written as placeholders to fill in."""
+    import yaml
+
+    from mongopat.migrate.script import write_new
+
+    values = {}
+    for item in params or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--param {item!r}: expected KEY=VALUE")
+        try:
+            values[key] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise InputError(f"--param {item!r}: value is not valid YAML: {exc}") from None
+    return write_new(Path(folder), name, pattern, collection, values)
+
+
+def pending_work(spec: SourceSpec, folder: str) -> tuple[list[str], int]:
+    """What ``up`` has to do: the migrations not applied (pending, failed, interrupted) and the documents
+    written in an applied migration's old shape since it ran."""
+    rows = migrate_status(spec, folder)
+    pending = [r["id"] for r in rows if r["state"] in ("pending", "failed", "running")]
+    return pending, sum(r.get("pending_documents") or 0 for r in rows)
 
 
 def migrate_rehearse(

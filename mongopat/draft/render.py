@@ -1,4 +1,5 @@
-"""Write a draft as YAML with comments (the evidence behind each entry), or as JSON."""
+"""Write a draft as YAML with comments (the evidence behind each entry), or as JSON; and on the console,
+which sources gave evidence and what was flagged."""
 
 from __future__ import annotations
 
@@ -67,3 +68,17 @@ def to_json(draft: Draft) -> dict[str, Any]:
         "notes": draft.notes,
         "access_yaml": to_yaml(draft),
     }
+
+
+def print_summary(draft: Draft, console: Any) -> None:
+    """The sources tried (used or not, and why) and the flagged queries."""
+    from rich.table import Table
+
+    table = Table(title="sources", header_style="bold")
+    for column in ("source", "used", "entries", "detail"):
+        table.add_column(column)
+    for status in draft.statuses:
+        table.add_row(status.name, "yes" if status.used else "no", str(status.entries), status.detail)
+    console.print(table)
+    for flag in draft.flags():
+        console.print(f"flag: {flag['collection']}.{flag['query']}: {flag['flag']}", markup=False, soft_wrap=True)

@@ -1,0 +1,189 @@
+"""The ``migrate`` commands' results as people read them, one printer per command.
+
+Each printer takes the command's result (what :mod:`mongopat.command` returns, the same data ``--format
+json`` prints) and standard output (:class:`mongopat.cli_output.Stdout`: ``say`` for plain lines, rich's
+console for the rest). Printers that only say lines keep scripted runs free of rich.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def print_plan(result: dict[str, Any], out: Any) -> None:
+    verb = "wrote" if result["written"] else "would write"
+    for planned in result["files"]:
+        out.print(
+            f"{verb} {planned['path']}  ({planned['code']} on {planned['collection']}: {planned['description']})",
+            markup=False,
+        )
+    for note in result["notes"]:
+        out.print(f"skipped: {note}", markup=False, style="dim")
+    if not result["files"]:
+        out.print("nothing to plan", markup=False)
+        return
+    if result["written"]:
+        out.print(f"review the files, commit them, then: mongopat migrate up --dir {result['folder']}", markup=False)
+    guide = f"what the application must change (reads and writes rewritten): {result['guide']}"
+    out.print(guide, markup=False, soft_wrap=True)
+
+
+def print_status(rows: list[dict[str, Any]], out: Any) -> None:
+    from rich.table import Table
+
+    table = Table(header_style="bold")
+    for column in ("id", "state", "description", "applied at", "read", "written", "seconds"):
+        table.add_column(column)
+    for row in rows:
+        state = row["state"] + (" (edited since applied)" if row["edited"] else "")
+        if row.get("pending_documents"):
+            state += f" ({row['pending_documents']:,} documents in the old shape: run up)"
+        table.add_row(
+            row["id"],
+            state,
+            row["description"],
+            str(row["applied_at"] or ""),
+            str(row["read"] or ""),
+            str(row["written"] or ""),
+            str(row["duration_s"] or ""),
+        )
+    out.print(table)
+
+
+def print_up(results: list[dict[str, Any]], out: Any) -> None:
+    """What ``up`` did (or would do, on a dry run)."""
+    from bson import json_util as bson_json
+
+    for result in results:
+        if result["state"] == "dry-run":
+            for step in result["steps"]:
+                reads = "" if step.get("would") else f": {step['documents']:,} documents to read"
+                out.say(f"{result['id']}: {step['step']} on {step['collection']}{reads}")
+                for sentence in step.get("would") or []:
+                    out.say(f"  {sentence}")
+                for example in step["examples"][:2]:
+                    out.say("  before: " + bson_json.dumps(example["before"])[:300], style="dim")
+                    out.say("  after:  " + bson_json.dumps(example["after"])[:300])
+        elif result["state"] == "caught-up":
+            out.say(f"{result['id']}: migrated {result['read']:,} document(s) written in the old shape")
+        else:
+            out.say(
+                f"applied {result['id']}: read {result['read']:,}, wrote {result['written']:,}, "
+                f"{result['duration_s']} s"
+            )
+            for note in result.get("notes") or []:
+                out.say(f"  note: {note}", style="dim")
+
+
+def print_down(reverted: list[str], out: Any) -> None:
+    out.say("reverted: " + (", ".join(reverted) or "nothing"))
+
+
+def print_verify(results: dict[str, list[str]], out: Any) -> None:
+    for migration, problems in results.items():
+        out.print(f"{migration}: " + ("ok" if not problems else "; ".join(problems)), markup=False)
+    if not results:
+        out.print("no applied migration to verify", markup=False)
+
+
+def print_stamp(result: dict[str, Any], out: Any) -> None:
+    if result["to"] == "base":
+        forgotten = ", ".join(result["forgotten"]) or "nothing"
+        out.print(f"forgotten: {forgotten} ({result['backups_removed']} backup(s) removed)", markup=False)
+        return
+    for check in result["checks"]:
+        count = check["old_shape"]
+        left = "no document shape to check" if count is None else f"{count:,} in the old shape"
+        out.print(
+            f"{check['id']} step {check['step']} ({check['type']} on {check['collection']}): {left}", markup=False
+        )
+    if result.get("refused"):
+        out.print(f"not stamped: {result['refused']}", markup=False, soft_wrap=True)
+    else:
+        out.print("stamped: " + (", ".join(result["stamped"]) or "nothing (already applied)"), markup=False)
+
+
+def print_repair(result: dict[str, Any], out: Any) -> None:
+    """What ``repair`` did; the diff was shown before the question, so it is shown again only on a refusal."""
+    migration_id = result["id"]
+    if not result["changed"]:
+        out.print(f"{migration_id}: the file is the one applied; nothing to repair", markup=False)
+    elif result.get("refused"):
+        if result.get("diff"):
+            out.print(result["diff"], markup=False, highlight=False, end="")
+        out.print(f"{migration_id}: not repaired: {result['refused']}", markup=False, soft_wrap=True)
+    else:
+        out.print(f"{migration_id}: the edited file is now the one recorded as applied", markup=False)
+
+
+def byte_count(count: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= size:
+            return f"{count / size:,.1f} {unit}"
+    return f"{count:,} B"
+
+
+def print_rehearsal(result: dict[str, Any], out: Any) -> None:
+    from rich.table import Table
+
+    copied = ", ".join(f"{c['collection']} {c['copied']:,} of {c['total']:,}" for c in result["copied"])
+    out.print(f"copied into {result['scratch']}: {copied}", markup=False, soft_wrap=True)
+    table = Table(title="rehearsal", header_style="bold")
+    for column in ("migration", "read", "written", "seconds", "backup", "created"):
+        table.add_column(column, overflow="fold")
+    for entry in result["migrations"]:
+        created = [*entry.get("new_collections", []), *(f"index {i['name']}" for i in entry.get("index_builds", []))]
+        table.add_row(
+            entry["id"],
+            f"{entry.get('read', 0):,}",
+            f"{entry.get('written', 0):,}",
+            f"{entry.get('seconds', 0):.2f}",
+            byte_count(entry.get("backup_bytes", 0)),
+            ", ".join(created) or "-",
+        )
+    out.print(table)
+    for entry in result["migrations"]:
+        estimate = entry.get("estimate")
+        if estimate:
+            out.print(
+                f"{entry['id']} in full: {estimate['read']:,} read, {estimate['written']:,} written, about "
+                f"{estimate['seconds']:,.0f} s, backup {byte_count(estimate['backup_bytes'])} ({estimate['basis']})",
+                markup=False,
+                soft_wrap=True,
+            )
+    for failure in result["failures"]:
+        out.print(f"difference: {failure}", markup=False, soft_wrap=True)
+    for difference in result["differences"]:
+        out.print(f"  {difference}", markup=False, soft_wrap=True)
+    out.print("rehearsal ok" if result["ok"] else "rehearsal FAILED", markup=False)
+
+
+def print_unlock(result: dict[str, Any], out: Any) -> None:
+    if result["state"] == "free":
+        out.print("the migration lock is free", markup=False)
+        return
+    out.print(
+        f"held by {result.get('host')} (pid {result.get('pid', '?')}, {result.get('holder')}) since "
+        f"{result.get('acquired_at')}; lease {'ended' if result['state'] == 'expired' else 'ends'} "
+        f"{result.get('expires_at')} UTC",
+        markup=False,
+        soft_wrap=True,
+    )
+    if result["released"]:
+        out.print("released", markup=False)
+    else:
+        out.print(f"not released: {result.get('refused')}", markup=False, soft_wrap=True)
+
+
+def print_guide_check(result: dict[str, Any], out: Any) -> None:
+    for migration in result["migrations"]:
+        figures = (
+            f"{migration['reads_compared']} reads compared ({migration['documents_compared']} documents), "
+            f"{migration['writes_applied']} writes applied"
+        )
+        state = "ok" if not migration["differences"] else f"{len(migration['differences'])} difference(s)"
+        out.print(f"{migration['id']}: {state}: {figures}", markup=False)
+        for difference in migration["differences"]:
+            out.print(f"  {difference['kind']} {difference['name']}: {difference['message']}", markup=False)
+    if not result["migrations"]:
+        out.print("no applied migration to check", markup=False)
