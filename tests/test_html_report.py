@@ -298,11 +298,13 @@ def test_documents_examined_are_whole_documents_on_the_declared_workload(weather
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed (.ci/run installs it)")
 @pytest.mark.parametrize("width", [1000, 1600])
-def test_before_and_after_blocks_stay_inside_the_page(weather_page, tmp_path, width):
+def test_before_and_after_blocks_and_tables_stay_inside_the_page(weather_page, tmp_path, width):
     probe = (
         "<script>window.addEventListener('load', () => { const over = [...document.querySelectorAll('details')]"
         ".map(d => d.open = true) && [...document.querySelectorAll('pre')].filter(p => p.getBoundingClientRect()"
-        ".right > document.documentElement.clientWidth + 1).length; document.body.setAttribute('data-over', over);"
+        ".right > document.documentElement.clientWidth + 1).length + [...document.querySelectorAll('table')].filter(t => {"
+        "const card = t.closest('details'); return card && (t.closest('.wide') || t).getBoundingClientRect().right > "
+        "card.getBoundingClientRect().right + 1}).length; document.body.setAttribute('data-over', over);"
         "});</script>"
     )
     page = tmp_path / "weather.html"

@@ -36,7 +36,7 @@ details{border:1px solid var(--line);border-radius:6px;padding:6px 12px;margin:1
 .types>span{height:100%}.pct{color:var(--muted);font-size:12px;margin-left:4px}
 .charts{display:flex;flex-wrap:wrap;gap:12px 24px;align-items:flex-start}.charts figure{margin:0}
 figcaption{font-size:12px;color:var(--muted)}pre{background:#f6f8fa;border:1px solid var(--line);border-radius:4px;padding:8px;overflow:auto;font-size:12px;max-height:360px;white-space:pre-wrap;overflow-wrap:anywhere}
-.pair{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:12px}.pair>figure{margin:0;min-width:0}code{font-size:12px}.muted{color:var(--muted)}
+.wide{overflow-x:auto}.wide>table{margin:0}.pair{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:12px}.pair>figure{margin:0;min-width:0}code{font-size:12px}.muted{color:var(--muted)}
 @media print{body{padding:0;max-width:none}details{break-inside:avoid;border:none;padding:0}pre{max-height:none}}
 """
 TYPE_COLOURS = ["#2f6fb0", "#e0a030", "#4caf7a", "#b05fc0", "#d35f5f", "#5fb0c0", "#8a94a3"]
@@ -195,8 +195,9 @@ def _collection_section(
             f"<td>{_types(field['types'])}</td><td class='num'>{distinct}</td><td class='num'>{lengths}</td></tr>"
         )
     if rows:
-        parts.append("<h3>Fields</h3><table><thead><tr><th>path</th><th>presence</th><th>types</th><th class='num'>distinct</th>"
-                     "<th class='num'>array p50/p95/p99/max</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")  # fmt: skip
+        # Long paths stay whole: a table wider than its card scrolls inside it.
+        parts.append("<h3>Fields</h3><div class='wide'><table><thead><tr><th>path</th><th>presence</th><th>types</th><th class='num'>distinct</th>"
+                     "<th class='num'>array p50/p95/p99/max</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")  # fmt: skip
     arrays = [f for f in collection["fields"] if f.get("array") and f["array"].get("histogram")]
     if arrays:
         parts.append('<h3>Array lengths</h3><div class="charts">' + "".join(
