@@ -47,7 +47,9 @@ def kill_after_flush(mongo: Any, server: Any) -> None:
 
 
 @pytest.mark.server_only(PROCESS)
-@pytest.mark.diverges("secantusdb", "insert_many 100 (w: majority), SIGKILL at once, restart: 0 documents")
+@pytest.mark.diverges(
+    "secantusdb", "insert_many 100 (w: majority), SIGKILL at once, restart: 0 documents (in some runs)", sometimes=True
+)
 def test_a_majority_acknowledged_write_survives_the_server_killed_at_once(mongo):
     """MongoDB acknowledges a ``w: "majority"`` write once it is in the on-disk journal (a standalone running
     with journaling, and every member of the majority of a replica set): a server killed right after the
