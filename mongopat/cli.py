@@ -363,30 +363,23 @@ def access_draft(
     verbose: VerboseOption = False,
 ) -> None:
     """Draft an access-pattern file from logs, top, $queryStats, the profiler and the collections (reads only)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from mongopat.draft.render import print_summary, to_json, to_yaml
+    from mongopat.render.progress import byte_bar
 
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
         check_format(format, ("yaml", "json"))
-        spec = source
         console = State.stderr()
         progress = None
-        if log and not State.quiet and console.is_terminal:
-            progress = Progress(
-                TextColumn("reading logs"), BarColumn(), TimeElapsedColumn(), console=console, transient=True
-            )
+        if log:
+            total = sum(os.path.getsize(p) for p in log if os.path.exists(p))
+            progress, update = byte_bar(State.progress_console(), "reading logs", total)
         if progress is not None:
-            total = sum(os.path.getsize(p) for p in log or [] if os.path.exists(p))
             with progress:
-                task = progress.add_task("logs", total=total or None)
-                draft = command.draft_access(
-                    spec, log, top_interval, sample, lambda done: progress.update(task, completed=done)
-                )
+                draft = command.draft_access(source, log, top_interval, sample, update)
         else:
-            draft = command.draft_access(spec, log, top_interval, sample)
+            draft = command.draft_access(source, log, top_interval, sample)
         text = to_yaml(draft)
         if output:
             write_text(output, text)

@@ -74,9 +74,12 @@ class Stdout:
     other attribute) made only once a printer draws with it."""
 
     say = staticmethod(State.say)
+    _console: Console | None = None  # made at the first drawing, then kept: a printer draws many times
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(State.stdout(), name)
+        if self._console is None:
+            self._console = State.stdout()
+        return getattr(self._console, name)
 
 
 def check_format(value: str, allowed: tuple[str, ...]) -> None:

@@ -362,11 +362,12 @@ def migrate_plan(
     None when it does not. With a server in ``spec``, each step is checked against it (shard keys,
     validators) and a sample of its collection transformed as the step would: a step that would leave
     documents failing the collection's validator is warned about. ``plan_version`` 1."""
-    from mongopat.migrate.plan import load_recommendations, plan
+    from mongopat.migrate.plan import plan, read_recommendations_file
 
     if add_validators and not (spec and spec.uri):
         raise InputError("--add-validators samples the collections: give --uri (and --db)")
-    recommendations = load_recommendations(recommendations_path)
+    saved = read_recommendations_file(recommendations_path)
+    recommendations = saved["recommendations"]
     with contextlib.ExitStack() as stack:
         target = stack.enter_context(_server(spec)) if spec is not None and spec.uri else None
         probe = target.collection_info if target is not None else None
@@ -395,7 +396,7 @@ def migrate_plan(
         "notes": notes,
         "refused": refused,
         "warnings": warnings,
-        "guide": guide_command(recommendations_path, folder),
+        "guide": guide_command(saved, folder),
     }
 
 
@@ -418,17 +419,11 @@ def _transformed_sample(target: Any) -> Callable[[Any], list[dict[str, Any]]]:
     return sample
 
 
-def guide_command(recommendations_path: str, folder: str) -> str:
-    """The command that shows what the application must change for the planned migrations."""
-    import json
-
-    try:
-        with open(recommendations_path, encoding="utf-8") as handle:
-            saved = json.load(handle)
-    except (OSError, ValueError):
-        saved = {}
-    access = saved.get("access_file") if isinstance(saved, dict) else None
-    source = (saved.get("source") or {}) if isinstance(saved, dict) else {}
+def guide_command(saved: dict[str, Any], folder: str) -> str:
+    """The command that shows what the application must change for the planned migrations (``saved``: the
+    recommendations file, which names the access file and the source it was made from)."""
+    access = saved.get("access_file")
+    source = saved.get("source") if isinstance(saved.get("source"), dict) else {}
     where = f"--dump {source['location']}" if source.get("kind") == "dump" and source.get("location") else "--uri ..."
     return f"mongopat migrate guide --dir {folder} --access {access or 'access.yaml'} {where}"
 

@@ -26,6 +26,12 @@ class PlannedFile:
 
 
 def load_recommendations(path: str | Path) -> list[dict[str, Any]]:
+    return read_recommendations_file(path)["recommendations"]
+
+
+def read_recommendations_file(path: str | Path) -> dict[str, Any]:
+    """The whole file 'mongopat recommend --format json' wrote (its recommendations, access file and
+    source), checked to hold a list of recommendations."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -34,7 +40,7 @@ def load_recommendations(path: str | Path) -> list[dict[str, Any]]:
         raise InputError(f"{path}: not a JSON file from 'mongopat recommend --format json': {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("recommendations"), list):
         raise InputError(f"{path}: no 'recommendations' list (write it with mongopat recommend --format json)")
-    return data["recommendations"]
+    return data
 
 
 def plan(

@@ -1,4 +1,5 @@
-"""Progress bars on a terminal's stderr: one per collection read, one per migration step run.
+"""Progress bars on a terminal's stderr: one per collection read, one per migration step run, one for the
+bytes of logs an access draft reads.
 
 Each function takes the console to draw on, or None (``--quiet``), and draws nothing when that console is
 not a terminal, so that piped and captured runs stay plain.
@@ -86,3 +87,19 @@ def step_bars(options: RunOptions, console: Console | None) -> Progress | None:
     options.progress = update
     options.on_batch = None
     return progress
+
+
+def byte_bar(console: Console | None, label: str, total: int | None) -> tuple[Progress | None, Callable[[int], None]]:
+    """A bar of bytes read out of ``total`` (None: not known), the display to enter while reading, and its
+    ``update(done)``; (None, a no-op) where nothing is drawn."""
+    if console is None or not console.is_terminal:
+        return None, lambda done: None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn(label), BarColumn(), TimeElapsedColumn(), console=console, transient=True)
+    task = progress.add_task(label, total=total or None)
+
+    def update(done: int) -> None:
+        progress.update(task, completed=done)
+
+    return progress, update
