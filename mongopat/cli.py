@@ -371,15 +371,10 @@ def access_draft(
     def body() -> int:
         check_format(format, ("yaml", "json"))
         console = State.stderr()
-        progress = None
-        if log:
-            total = sum(os.path.getsize(p) for p in log if os.path.exists(p))
-            progress, update = byte_bar(State.progress_console(), "reading logs", total)
-        if progress is not None:
-            with progress:
-                draft = command.draft_access(source, log, top_interval, sample, update)
-        else:
-            draft = command.draft_access(source, log, top_interval, sample)
+        total = sum(os.path.getsize(p) for p in log or [] if os.path.exists(p))
+        progress, update = byte_bar(State.progress_console() if log else None, "reading logs", total)
+        with progress or contextlib.nullcontext():
+            draft = command.draft_access(source, log, top_interval, sample, update if progress else None)
         text = to_yaml(draft)
         if output:
             write_text(output, text)

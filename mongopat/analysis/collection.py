@@ -55,7 +55,7 @@ class AnalyzeOptions:
     # summaries. A walk costs per column as well as per value, and documents whose optional fields come and
     # go pay it per key they hold: against 64, 256 took 4% less time on the benchmark's orders with optional
     # fields and the same within 1% on its uniform orders and the weather sample (one worker, alternating
-    # runs on a 2-CPU host; 64 had been the faster on the uniform orders before the fold moved out of the walk).
+    # runs on a 2-CPU host).
     flush_every: int = 256
     # ... or, for documents of many paths, this many documents per path the collection has shown: a walk's
     # cost is per column as well as per value (on the weather sample, 124 paths, 256 documents a batch took
