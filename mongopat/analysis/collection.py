@@ -177,8 +177,9 @@ class CollectionAnalysis:
         self._pending, self._pending_sizes, self._pending_bytes = [], [], 0
         first = self.documents - len(docs)  # position of docs[0] in the stream
         unmeasured = None in sizes  # from Extended JSON: measured by the walk, else encoded (exact either way)
+        layouts = list(map(tuple, docs))  # each document's keys: the walk's columns and the shapes over time
         try:
-            measured = walk_documents(self.root, docs, measure=unmeasured)
+            measured = walk_documents(self.root, docs, unmeasured, layouts)
         except ExtendedJSONError as exc:
             raise DocumentProblem(first + _undecodable(docs), f"not a valid Extended JSON document: {exc}") from None
         if unmeasured:
@@ -194,10 +195,11 @@ class CollectionAnalysis:
         self._largest = max(self._largest, max(sizes))
         if self.options.keep_example and self.example is None:
             self.example = plain_value(docs[0])
-        self._add_times(docs, first)
+        self._add_times(docs, first, layouts)
 
-    def _add_times(self, docs: list[dict[str, Any]], first: int) -> None:
-        """Creation times (from ``_id``, else the position of a natural-order scan) and shapes over time."""
+    def _add_times(self, docs: list[dict[str, Any]], first: int, layouts: list[tuple[str, ...]]) -> None:
+        """Creation times (from ``_id``, else the position of a natural-order scan) and shapes over time
+        (``layouts``: each document's keys, in order)."""
         identifiers = list(map(dict.get, docs, repeat("_id")))
         whens: list[float | None]
         if set(map(type, identifiers)) == {ObjectId}:
@@ -220,7 +222,6 @@ class CollectionAnalysis:
         # A shape keeps a count, a first and a last time: what a batch adds does not depend on the order of
         # its documents, so they are grouped by layout over the whole batch (exports whose optional fields
         # come and go make runs of a few documents each). New shapes still arrive in first-seen order.
-        layouts = list(map(tuple, docs))
         if None in whens:  # a document with no creation time has no place in time
             timed = [when is not None for when in whens]
             layouts, whens = list(compress(layouts, timed)), list(compress(whens, timed))

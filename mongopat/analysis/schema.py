@@ -380,7 +380,12 @@ def _repath(slot: Slot, path: str) -> None:
 LAYOUTS_KEPT = 1024
 
 
-def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]], measure: bool = True) -> list[int] | None:
+def walk_documents(
+    shape: DocumentShape,
+    docs: list[dict[str, Any]],
+    measure: bool = True,
+    doc_layouts: list[tuple[str, ...]] | None = None,
+) -> list[int] | None:
     """Fold a batch of documents into ``shape``, in order, with the result of :func:`walk_document` on each.
     With ``measure``, returns their BSON sizes (None when one cannot be told: see
     :mod:`mongopat.analysis.bsonsize`; always None without ``measure``, for documents whose size is known).
@@ -391,10 +396,12 @@ def walk_documents(shape: DocumentShape, docs: list[dict[str, Any]], measure: bo
     keys: exports made by applications rarely do (optional fields), while their sub-documents often do. A
     document with keys the shape has not seen yet, an empty one, and the documents of a map are walked one
     by one, after the columns of the documents before them, so slots are created, and maps recognised,
-    exactly when the one-by-one walk would.
+    exactly when the one-by-one walk would. ``doc_layouts``: each document's keys, in order, when the
+    caller has them already (the walk leaves every document's keys as they were).
     """
     layouts = shape.layouts
-    doc_layouts = list(map(tuple, docs))
+    if doc_layouts is None:
+        doc_layouts = list(map(tuple, docs))
     if shape.keys is None and layouts.issuperset(doc_layouts):  # the common case, once the shape has learnt
         return _walk_columns(shape, docs, doc_layouts, measure)
     fields = shape.fields

@@ -25,10 +25,6 @@ class PlannedFile:
     description: str
 
 
-def load_recommendations(path: str | Path) -> list[dict[str, Any]]:
-    return read_recommendations_file(path)["recommendations"]
-
-
 def read_recommendations_file(path: str | Path) -> dict[str, Any]:
     """The whole file 'mongopat recommend --format json' wrote (its recommendations, access file and
     source), checked to hold a list of recommendations."""
