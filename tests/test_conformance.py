@@ -8,6 +8,7 @@ table lists the same rows. mongopat's code carries no workaround for any of them
 from __future__ import annotations
 
 import datetime
+import threading
 
 import bson
 import pytest
@@ -102,6 +103,40 @@ def test_merge_compares_documents_in_field_order(mongo):
         ]
     )  # fmt: skip
     assert mongo.db.kept.find_one({"_id": 1}) == {"_id": 1, "b": 2, "a": 1}
+
+
+@pytest.mark.server_only("mongomock has no $merge and is not thread-safe")
+@pytest.mark.diverges(
+    "secantusdb",
+    "$merge whenMatched [{$replaceWith: '$$ROOT'}] beside $inc from a second client: increments lost (in some runs)",
+    sometimes=True,
+)
+def test_merge_updates_each_document_atomically(mongo):
+    """``$merge``'s ``whenMatched`` pipeline is an update of the document it matched, atomic like any
+    update: a write another client makes meanwhile lands before or after it, never inside it. The rewrite
+    of a step computed inside the server relies on it to leave the application's writes alone."""
+    mongo.db.kept.insert_one({"_id": 1, "n": 0})
+    mongo.db.new.insert_one({"_id": 1})
+    stop, acknowledged = threading.Event(), [0]
+
+    def increment() -> None:
+        with mongo.new_client() as other:
+            while not stop.is_set():
+                acknowledged[0] += other[mongo.db_name].kept.update_one({"_id": 1}, {"$inc": {"n": 1}}).matched_count
+
+    writer = threading.Thread(target=increment)
+    writer.start()
+    try:
+        for _ in range(150):
+            mongo.db.new.aggregate(
+                [{"$merge": {"into": "kept", "on": "_id", "whenMatched": [{"$replaceWith": "$$ROOT"}],
+                             "whenNotMatched": "discard"}}]
+            )  # fmt: skip
+    finally:
+        stop.set()
+        writer.join()
+    assert acknowledged[0] > 0
+    assert mongo.db.kept.find_one({"_id": 1})["n"] == acknowledged[0]
 
 
 @pytest.mark.diverges("secantusdb", "aggregate [$lookup as r, $project {v: '$r.amount'}]: v is missing, not [5, 7]")
