@@ -15,7 +15,8 @@ from typing import Any
 
 from mongopat.guide.build import MigrationGuide
 from mongopat.guide.proof import ProofResult, prove
-from mongopat.migrate.dump_runner import CHANGELOG_FILE, DumpRunner, _documents, backup_name
+from mongopat.migrate.dump_files import CHANGELOG_FILE, backup_name, decoded_documents
+from mongopat.migrate.dump_runner import DumpRunner
 from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES
 
 _SUFFIXES = BSON_SUFFIXES + JSON_SUFFIXES
@@ -43,7 +44,7 @@ def states(runner: DumpRunner, guide: MigrationGuide) -> tuple[dict[str, Path], 
     before: dict[str, Path] = {}
     after: dict[str, Path] = {}
     for name, suffix in collection_files(runner.folder).items():
-        after[name] = runner._after(migration, len(migration.steps) - 1, name, suffix)
+        after[name] = runner.after(migration.id, len(migration.steps) - 1, name, suffix)
         if name in created:
             continue
         kept = (runner.folder / backup_name(migration.id, j, f"{name}{suffix}") for j in range(len(migration.steps)))
@@ -75,7 +76,7 @@ def check_migration(
 def _load(db: Any, files: dict[str, Path]) -> None:
     for name, path in files.items():
         batch = []
-        for document in _documents(path):
+        for document in decoded_documents(path):
             batch.append(document)
             if len(batch) == 1000:
                 db[name].insert_many(batch)

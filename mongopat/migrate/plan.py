@@ -92,7 +92,7 @@ def plan(
             continue
         planned_steps.add(key)
         steps = [step.to_dict()]
-        sample = after(step) if after is not None and step.type.kind == "document" else []
+        sample = after(step) if after is not None else []  # empty for steps that leave no documents to sample
         if info.get("validator") and sample and warnings is not None:
             warnings.extend(violation_warnings(rec, step, info["validator"], sample))
         if add_validators:
@@ -148,7 +148,7 @@ def validator_after(
     """A ``validator`` step describing the shape ``step`` leaves (from ``sample``), at level ``moderate``
     and action ``warn``: while the application moves to the new shape, a write of the old one is logged,
     not rejected, and documents not yet valid can still be updated. A later migration makes it strict."""
-    if step.type.kind != "document":
+    if not STEP_OPERATIONS[step.name].sampled_after:
         return [], None
     if info.get("validator"):
         return [], "has a validator already: no validator planned (it would replace the one in place)"

@@ -35,13 +35,6 @@ def refusals(step: Step, info: dict[str, Any]) -> list[str]:
             reasons.append(
                 f"{step.collection} is sharded on {dict(shard_key)}: {step.name} would rename a sharded collection"
             )
-        if step.type.kind == "regroup" and not key_fields <= {step.params.get("series_key"), "_id"}:
-            # Buckets carry the series and their own _id, nothing else of a reading at the top level: an
-            # upsert into a bucket must name the whole shard key.
-            reasons.append(
-                f"{step.collection} is sharded on {dict(shard_key)}: buckets hold only the series "
-                f"{step.params.get('series_key')!r} and their _id, so they cannot carry that shard key"
-            )
         changed = written_fields(step) & key_fields
         if changed:
             reasons.append(f"{step.name} writes {', '.join(sorted(changed))}, part of the shard key {dict(shard_key)}")
@@ -61,6 +54,5 @@ def refusals(step: Step, info: dict[str, Any]) -> list[str]:
                     f"{step.name} adds {', '.join(sorted(extra))}, "
                     "not allowed by the validator (additionalProperties: false)"
                 )
-        if step.type.kind == "regroup":
-            reasons.append(f"{step.name} reshapes every document of a collection with a $jsonSchema validator")
+    reasons.extend(STEP_OPERATIONS[step.name].plan_refusals(step, shard_key, schema))
     return reasons

@@ -13,9 +13,7 @@ from typing import Any
 
 from bson import Decimal128, Int64, ObjectId, json_util
 
-from mongopat.migrate.context_sources import Placeholders
-from mongopat.migrate.operations import OPERATIONS, transform
-from mongopat.migrate.operations.bucket import bucket_documents
+from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context
 
@@ -76,30 +74,9 @@ def example_document(collection: dict[str, Any], show_values: bool) -> dict[str,
     return synthetic_document(collection)
 
 
-def _context(step: Step, document: dict[str, Any]) -> Context:
-    return OPERATIONS[step.name].context(step, [document], Placeholders())
-
-
 def preview(step: Step, before: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     """(documents before, documents after, a note) for one step."""
-    if step.type.kind == "document":
-        result = transform(before, step, _context(step, before))
-        after = [result.document]
-        note = "; ".join(f"{len(docs)} document(s) written to {name}" for name, docs in result.side.items())
-        for docs in result.side.values():
-            after.extend(docs[:1])
-        return [before], after, note
-    if step.type.kind == "regroup":
-        readings = []
-        for index in range(3):
-            reading = dict(before)
-            reading["_id"] = ObjectId(f"{index + 1:024x}")
-            when = reading.get(step.params["time_field"])
-            if isinstance(when, datetime.datetime):
-                reading[step.params["time_field"]] = when + datetime.timedelta(seconds=10 * index)
-            readings.append(reading)
-        return readings, bucket_documents(readings, step), f"{len(readings)} documents become one bucket"
-    return [before], [before], f"no document changes: {step.type.summary}"
+    return STEP_OPERATIONS[step.name].preview(step, before)
 
 
 def to_json_text(document: dict[str, Any]) -> str:
@@ -109,9 +86,4 @@ def to_json_text(document: dict[str, Any]) -> str:
 def dry_run_examples(step: Step, samples: list[dict[str, Any]], ctx: Context | None) -> list[dict[str, Any]]:
     """Before/after pairs for ``migrate up --dry-run``: the real transform on real samples for document
     steps (``ctx`` gathered by the runner), a preview for the others."""
-    if not samples:
-        return []
-    if step.type.kind == "document":
-        return [{"before": s, "after": transform(s, step, ctx).document} for s in samples]
-    before, after, _note = preview(step, samples[0])
-    return [{"before": before[0], "after": after[0]}]
+    return STEP_OPERATIONS[step.name].examples(step, samples, ctx) if samples else []

@@ -370,7 +370,7 @@ class FolderScratch(Scratch):
     """A temporary folder of mongoexport files (canonical Extended JSON, one document a line)."""
 
     def __init__(self, source_folder: Path) -> None:
-        from mongopat.migrate.dump_runner import DumpFolder
+        from mongopat.migrate.dump_files import DumpFolder
 
         self.source = DumpFolder(source_folder)
         self.source_folder = source_folder
@@ -419,7 +419,7 @@ class FolderScratch(Scratch):
 
     def state(self) -> dict[str, dict[Any, bytes]]:
         from mongopat.guide.dump_check import collection_files
-        from mongopat.migrate.dump_runner import DumpFolder
+        from mongopat.migrate.dump_files import DumpFolder
 
         files = DumpFolder(self.folder)
         return {

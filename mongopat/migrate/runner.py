@@ -1,7 +1,11 @@
-"""What every backend's runner shares: the run options, the status of each migration, the pending list,
-the order of a rollback. The server runner (:mod:`mongopat.migrate.server_runner`) and the dump-folder runner
-(:mod:`mongopat.migrate.dump_runner`) implement the steps; neither this module nor the dump runner loads
-pymongo, so runs on a dump folder start quickly.
+"""The run every backend shares: the run options, up (resume, verify), down, status, stamp, repair, the
+pending list, the order of a rollback.
+
+A backend is a runner (:mod:`mongopat.migrate.server_runner`, :mod:`mongopat.migrate.dump_runner`) with
+one :class:`KindRunner` per kind of step, ``document``, ``regroup`` and ``collection``: the run asks
+``kinds[step.type.kind]`` to run, revert, verify or preview a step, and nothing else here or in a backend
+asks which step it holds (a step's own module says what it does). Neither this module nor the dump
+runner loads pymongo, so runs on a dump folder start quickly.
 """
 
 from __future__ import annotations
@@ -74,6 +78,33 @@ def initial_steps(migration: Migration) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+class KindRunner:
+    """How one backend runs one kind of step: its ``up``, ``down``, ``verify``, the count of documents still
+    in the old shape, and its part of a dry run. ``state`` is the step's changelog record."""
+
+    def run(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome | None:
+        raise NotImplementedError
+
+    def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
+        """Problems with what the applied step left."""
+        return []
+
+    def old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
+        """Documents the step would still migrate, or None for a kind without any (collection steps)."""
+        return None
+
+    def sample_context(self, step: Step, samples: list[Any]) -> Any:
+        """The context a dry run's examples are transformed with, or None for a kind without examples."""
+        return None
+
+    def would(self, migration_id: str, index: int, step: Step) -> list[str] | None:
+        """What a dry run says the step would do, for a kind without examples; None otherwise."""
+        return None
+
+
 class RunnerBase:
     """What every backend's runner shares: the migrations, the changelog, status and the pending list."""
 
@@ -81,6 +112,10 @@ class RunnerBase:
     changelog: Any
     lock: Any
     options: RunOptions
+    kinds: dict[str, KindRunner]  # document, regroup, collection: set by each backend
+
+    def kind(self, step: Step) -> KindRunner:
+        return self.kinds[step.type.kind]
 
     # -- status ----------------------------------------------------------------------------------
 
@@ -138,7 +173,7 @@ class RunnerBase:
     def count_old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
         """Documents step ``index`` would still migrate (its pending filter), or None for a step that has
         none (indexes, collection operations)."""
-        raise NotImplementedError
+        return self.kind(step).old_shape(migration_id, index, step)
 
     def forget(self, migration_id: str) -> int:
         """Drop a migration's changelog record and what mongopat kept for its ``down`` (backups, kept
@@ -257,7 +292,13 @@ class RunnerBase:
         return {m.id: self.verify_migration(m) for m in chosen}
 
     def verify_migration(self, migration: Migration) -> list[str]:
-        raise NotImplementedError
+        entry = self.changelog.get(migration.id) or {}
+        steps = entry.get("steps") or []
+        problems: list[str] = []
+        for index, step in enumerate(migration.steps):
+            state = steps[index] if index < len(steps) else {}
+            problems.extend(self.kind(step).verify(migration.id, index, step, state))
+        return problems
 
     def _down_targets(self, to: str | None) -> list[Migration]:
         """What ``down`` reverts: the last applied migration, every one after ``to``, or all (``base``)."""
@@ -377,9 +418,29 @@ class RunnerBase:
         """Raise InputError for a migration this backend cannot run (before anything is recorded)."""
 
     def _run_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome | None:
-        raise NotImplementedError
+        return self.kind(step).run(migration_id, index, step, state)
 
     def _dry_run(self, migration: Migration) -> dict[str, Any]:
+        from mongopat.migrate.preview import dry_run_examples
+
+        rows = []
+        for index, step in enumerate(migration.steps):
+            samples = self._first_documents(step.collection, 3)
+            kind = self.kind(step)
+            context = kind.sample_context(step, samples) if samples else None
+            row = {"step": step.name, "collection": step.collection, "documents": self._count(step.collection),
+                   "examples": dry_run_examples(step, samples, context)}  # fmt: skip
+            would = kind.would(migration.id, index, step)
+            if would is not None:
+                row.update(examples=[], would=would)
+            rows.append(row)
+        return {"id": migration.id, "state": "dry-run", "steps": rows}
+
+    def _first_documents(self, collection: str, size: int) -> list[Any]:
+        """A collection's first documents (in ``_id`` order on a server, in file order in a dump folder)."""
+        raise NotImplementedError
+
+    def _count(self, collection: str) -> int:
         raise NotImplementedError
 
     def _catch_up_applied(self, to: str | None, just_applied: set[str]) -> list[dict[str, Any]]:
@@ -438,4 +499,4 @@ class RunnerBase:
         """Backend hook, before a migration's steps are reverted."""
 
     def _revert_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        raise NotImplementedError
+        self.kind(step).revert(migration_id, index, step, state)

@@ -18,7 +18,6 @@ buckets, inserts readings in either shape, and changes or deletes a reading in b
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import bson
@@ -26,7 +25,7 @@ from pymongo import ASCENDING, DeleteOne, ReplaceOne
 from pymongo.errors import BulkWriteError
 
 from mongopat.errors import OperationFailed
-from mongopat.migrate.bookkeeping import BACKUP
+from mongopat.migrate.bookkeeping import BACKUP, original_name, stage_name
 from mongopat.migrate.document_versions import (
     backup,
     backup_id,
@@ -39,6 +38,7 @@ from mongopat.migrate.document_versions import (
 )
 from mongopat.migrate.operations import bucket
 from mongopat.migrate.runner import CATCH_UP_PASSES, CONFLICT_ROUNDS, StepOutcome, count
+from mongopat.migrate.server_steps import ServerSteps
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Document
 
@@ -47,17 +47,45 @@ from mongopat.migrate.transform_api import Document
 _SEQUENCE_CACHE = 10_000
 
 
-class BucketSteps:
-    """Mixed into the server runner (``Runner``): its database, options, changelog, lock and scan."""
+class BucketSteps(ServerSteps):
+    """The bucket step on a live server (and ``down`` or ``verify`` of one that an earlier mongopat ran by
+    rebuilding the collection beside it, keeping the original under another name)."""
 
-    db: Any
-    options: Any
-    changelog: Any
-    lock: Any
-    throttle: Any
-    passes: Callable[..., int]  # the runner's catch-up passes
-    scan: Callable[..., Any]
-    _checkpoint: Callable[..., None]
+    def _rebuilt_beside(self, migration_id: str, index: int) -> bool:
+        return original_name(migration_id, index) in self.db.list_collection_names()
+
+    def run(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
+        return self._bucket_step(migration_id, index, step, state)
+
+    def pending_filter(self, migration_id: str, index: int, step: Step) -> dict[str, Any] | None:
+        return None if self._rebuilt_beside(migration_id, index) else bucket.pending(step)
+
+    def catch_up(self, migration_id: str, index: int, step: Step, state: dict[str, Any], outcome: StepOutcome) -> int:
+        return self._bucket_catch_up(migration_id, index, step, outcome, {})
+
+    def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
+        stats = state.get("stats") or {}
+        if not self._rebuilt_beside(migration_id, index):
+            return self._verify_buckets(migration_id, index, step, stats)
+        source_count = self.db[original_name(migration_id, index)].count_documents({})
+        in_buckets = {"count": {"$exists": True}, "readings": {"$exists": True}}
+        total = sum(b.get("count", 0) for b in self.db[step.collection].find(in_buckets, {"count": 1}))
+        total += stats.get("passthrough", 0)
+        if total != source_count:
+            return [f"{step.collection}: buckets hold {total} readings, the original collection {source_count}"]
+        return []
+
+    def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        if not self._rebuilt_beside(migration_id, index):
+            self._unbucket_step(migration_id, index, step)
+            return
+        db, name = self.db, step.collection
+        kept, stage = original_name(migration_id, index), stage_name(migration_id, index)
+        if name in db.list_collection_names():
+            db[name].drop()
+        db[kept].rename(name)
+        if stage in set(db.list_collection_names()):
+            db[stage].drop()
 
     # -- up --------------------------------------------------------------------------------------
 

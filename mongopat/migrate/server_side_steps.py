@@ -41,7 +41,7 @@ ORIGINAL = "__mongopat_original"
 
 
 class InServerSteps:
-    """The server runner's document steps computed by the server (mixed into ``server_runner.Runner``)."""
+    """Document steps computed by the server (mixed into ``server_documents.DocumentSteps``)."""
 
     db: Any
     options: Any
@@ -60,11 +60,7 @@ class InServerSteps:
 
     def _client_side_because(self, step: Step, state: dict[str, Any]) -> str | None:
         operation = OPERATIONS[step.name]
-        if (
-            step.type.kind != "document"
-            or operation.server_stages(step) is None
-            or operation.server_side_documents(step) is None
-        ):
+        if operation.server_stages(step) is None or operation.server_side_documents(step) is None:
             return "the step's transform needs Python"
         if self.options.client_side:
             return "--client-side"

@@ -90,6 +90,9 @@ class StepOperation:
     """One step type; subclasses live one per module of this package."""
 
     type: ClassVar[StepType]
+    # A sample of the collection as the step leaves it can be taken (document steps): ``migrate plan``
+    # describes that shape with a validator.
+    sampled_after: ClassVar[bool] = False
     # The step gives its collection another name: MongoDB renames no sharded collection, and the guide
     # cannot follow a join into it.
     renames_collection: ClassVar[bool] = False
@@ -152,6 +155,20 @@ class StepOperation:
             "after": [],
         }
 
+    def preview(self, step: Step, before: Document) -> tuple[list[Document], list[Document], str]:
+        """Documents before and after the step, from one example document, and a note (the reports')."""
+        return [before], [before], f"no document changes: {step.type.summary}"
+
+    def examples(self, step: Step, samples: list[Document], ctx: Context | None) -> list[dict[str, Any]]:
+        """Before/after pairs of ``migrate up --dry-run`` from the collection's first documents."""
+        before, after, _note = self.preview(step, samples[0])
+        return [{"before": before[0], "after": after[0]}]
+
+    def plan_refusals(self, step: Step, shard_key: dict[str, Any], schema: dict[str, Any] | None) -> list[str]:
+        """Why the step cannot be planned on a collection sharded on ``shard_key`` or validated by the
+        ``$jsonSchema`` ``schema``, beyond the fields it writes and removes (``plan_refusals.py``)."""
+        return []
+
 
 class CollectionOperation(StepOperation):
     """A step on a collection as a whole (its indexes, name, options, a copy), written once against the
@@ -176,6 +193,8 @@ class CollectionOperation(StepOperation):
 class DocumentOperation(StepOperation):
     """A step that rewrites each document of its collection in place."""
 
+    sampled_after: ClassVar[bool] = True
+
     # Collections (parameter names) whose documents, keyed by ``parentId``, the inverse needs. A document's
     # side documents there are replaced as a whole when it is written again, and go when it goes.
     side_collections: ClassVar[tuple[str, ...]] = ()
@@ -188,6 +207,22 @@ class DocumentOperation(StepOperation):
     def file_stats(self, doc: Document, step: Step) -> dict[str, int]:
         """Figures of an original document a dump-folder run adds up for :meth:`verify_files`."""
         return {}
+
+    def preview(self, step: Step, before: Document) -> tuple[list[Document], list[Document], str]:
+        from mongopat.migrate.context_sources import Placeholders
+
+        result = self.transform(copy.deepcopy(before), step, self.context(step, [before], Placeholders()))
+        after = [result.document]
+        note = "; ".join(f"{len(docs)} document(s) written to {name}" for name, docs in result.side.items())
+        for docs in result.side.values():
+            after.extend(docs[:1])
+        return [before], after, note
+
+    def examples(self, step: Step, samples: list[Document], ctx: Context | None) -> list[dict[str, Any]]:
+        # The real transform on each sample, with the context the runner gathered for them.
+        return [
+            {"before": s, "after": self.transform(copy.deepcopy(s), step, ctx or Context()).document} for s in samples
+        ]
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         raise NotImplementedError

@@ -15,6 +15,8 @@ import datetime
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from bson import ObjectId
+
 from mongopat.guide.placeholders import OMIT, is_param, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
@@ -252,6 +254,31 @@ class Operation(StepOperation):
 
     def written_fields(self, step: Step) -> set[str]:
         return {"readings", "count", "start", "end", "min", "max"}
+
+    def preview(self, step: Step, before: Document) -> tuple[list[Document], list[Document], str]:
+        readings = []
+        for index in range(3):
+            reading = dict(before)
+            reading["_id"] = ObjectId(f"{index + 1:024x}")
+            when = reading.get(step.params["time_field"])
+            if isinstance(when, datetime.datetime):
+                reading[step.params["time_field"]] = when + datetime.timedelta(seconds=10 * index)
+            readings.append(reading)
+        return readings, bucket_documents(readings, step), f"{len(readings)} documents become one bucket"
+
+    def plan_refusals(self, step: Step, shard_key: dict[str, Any], schema: dict[str, Any] | None) -> list[str]:
+        reasons = []
+        key_fields = {name.split(".")[0] for name in shard_key}
+        if key_fields and not key_fields <= {step.params.get("series_key"), "_id"}:
+            # Buckets carry the series and their own _id, nothing else of a reading at the top level: an
+            # upsert into a bucket must name the whole shard key.
+            reasons.append(
+                f"{step.collection} is sharded on {dict(shard_key)}: buckets hold only the series "
+                f"{step.params.get('series_key')!r} and their _id, so they cannot carry that shard key"
+            )
+        if schema:
+            reasons.append(f"{step.name} reshapes every document of a collection with a $jsonSchema validator")
+        return reasons
 
 
 _EPOCH = datetime.datetime(1970, 1, 1)

@@ -1,0 +1,139 @@
+"""The bucket step on a dump folder: readings streamed into buckets, or, for a relaxed Extended JSON file,
+bucketed straight from its lines on several processes (``dump_buckets.py``); ``dump_steps.py`` commits
+the file."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from mongopat.migrate.dump_buckets import BucketSpec, Tally, bucket_file, tally_buckets
+from mongopat.migrate.dump_files import DocumentWriter, count_records, decoded_documents
+from mongopat.migrate.dump_steps import FileRewrites
+from mongopat.migrate.file_parts import run_parallel
+from mongopat.migrate.operations.bucket import BucketBuilder
+from mongopat.migrate.operations.bucket import pending as bucket_pending
+from mongopat.migrate.steps import Step
+from mongopat.migrate.transform_api import Document, hashable_key
+from mongopat.sources.dump import JSON_SUFFIXES
+
+
+class BucketFiles(FileRewrites):
+    def write(
+        self, migration_id: str, index: int, step: Step, source: Path, writer: Callable[[str], DocumentWriter]
+    ) -> tuple[int, dict[str, Any]]:
+        out = writer(step.collection)
+        if source.name.endswith(JSON_SUFFIXES) and not self.files.canonical(step.collection):
+            return self._write_buckets_fast(step, source, out, migration_id, index)
+        return self._write_buckets(step, decoded_documents(source), out, migration_id, index)
+
+    def measure(self, step: Step, kept: Path, current: Path, suffix: str) -> tuple[int | None, Any]:
+        if kept.exists() and current.exists() and suffix in JSON_SUFFIXES:
+            # The two reads of a large bucket migration's verification, at the same time.
+            tally, before = run_parallel(
+                [lambda: tally_buckets(current, self.runner.processes()), lambda: count_records(kept)]
+            )
+            return before, tally
+        return super().measure(step, kept, current, suffix)
+
+    def documents_written(self, measured: Any) -> int | None:
+        return measured.documents if isinstance(measured, Tally) else None
+
+    def problems(
+        self,
+        step: Step,
+        stats: dict[str, Any],
+        before: int | None,
+        measured: Any,
+        after: Callable[[str], Iterator[Document]],
+    ) -> list[str]:
+        if before is None:
+            return []
+        found: list[str] = []
+        if isinstance(measured, Tally):
+            if measured.malformed:
+                found.append(f"{step.collection}: {measured.malformed} line(s) are not JSON documents")
+            if measured.miscounted:
+                found.append(f"{step.collection}: {measured.miscounted} bucket(s) whose count is not their readings")
+            total = measured.readings
+        else:
+            total = sum(d.get("count", 0) for d in after(step.collection) if isinstance(d.get("readings"), list))
+        total += stats.get("passthrough", 0)
+        if total != before:
+            found.append(f"{step.collection}: buckets hold {total} readings, the original {before}")
+        return found
+
+    def old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
+        from mongomock.filtering import filter_applies  # the embedded engine evaluates the filter
+
+        where = bucket_pending(step)
+        return sum(1 for doc in self.files.read(step.collection) if filter_applies(where, doc))
+
+    def _write_buckets(
+        self, step: Step, documents: Iterator[Document], out: DocumentWriter, migration_id: str, index: int
+    ) -> tuple[int, dict[str, Any]]:
+        """Stream readings into buckets; buckets of windows well behind the newest are written out, so
+        memory holds the open windows only (plus one sequence number per written bucket key)."""
+        last_sequence: dict[Any, int] = {}
+
+        def load(series: Any, start: Any) -> Document | None:
+            sequence = last_sequence.get((hashable_key(series), start))
+            if sequence is None:
+                return None
+            stub = BucketBuilder(step)._new(series, start, sequence)
+            stub["count"] = step.params["max_bucket_size"]  # full: the next reading opens sequence + 1
+            return stub
+
+        builder = BucketBuilder(step, load)
+        newest = None
+        read = passthrough = 0
+        window = datetime.timedelta(seconds=step.params["window_seconds"])
+
+        def flush(older_than: Any) -> None:
+            for key in [k for k in builder.open if older_than is None or k[1] < older_than]:
+                bucket = builder.open.pop(key)
+                builder.ids.pop(key, None)
+                if bucket["count"] and bucket["readings"]:
+                    out.write(bucket)
+                last_sequence[key] = bucket["_id"]["n"]
+
+        for doc in documents:
+            bucket = builder.add(doc)
+            read += 1
+            if builder.completed:
+                for full in builder.completed:
+                    out.write(full)
+                builder.completed.clear()
+            if bucket is None:
+                out.write(doc)
+                passthrough += 1
+            elif newest is None or bucket["start"] > newest:
+                newest = bucket["start"]
+            if read % 10_000 == 0 and newest is not None:
+                flush(newest - 2 * window)
+            if read % self.runner.options.batch_size == 0:
+                self.runner.hook(migration_id, index, read)
+        flush(None)
+        return read, {"passthrough": passthrough}
+
+    def _write_buckets_fast(
+        self, step: Step, source: Path, out: DocumentWriter, migration_id: str, index: int
+    ) -> tuple[int, dict[str, Any]]:
+        """Bucketing straight from relaxed Extended JSON lines, on several processes for large files
+        (:mod:`mongopat.migrate.dump_buckets`): the same buckets as the decoded path."""
+
+        def write(data: bytes) -> None:
+            out.handle.write(data)
+
+        merger = bucket_file(
+            source,
+            BucketSpec.of(step.params),
+            write,
+            workers=self.runner.processes(),
+            after_chunk=lambda read: self.runner.hook(migration_id, index, read),
+            spill_in=self.folder,
+        )
+        out.count += merger.written
+        return merger.read, {"passthrough": merger.passthrough}

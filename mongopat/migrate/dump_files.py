@@ -1,0 +1,293 @@
+"""A dump folder's files as mongopat keeps them: the changelog (``mongopat_changelog.json``) and the lock
+(``mongopat_lock.json``), each rewritten atomically; the collections' files (``.json``, ``.bson``, either
+gzipped) to find, read, count and write in their own format; the names of the backups a step keeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import bson
+from bson import json_util
+
+from mongopat import __version__
+from mongopat.errors import InputError
+from mongopat.migrate.bookkeeping import LeaseLock, LockLost, host_name, new_entry, utcnow
+from mongopat.migrate.catalog.dump_folder import write_durably
+from mongopat.migrate.transform_api import Document
+from mongopat.sources.dump import (
+    BSON_SUFFIXES,
+    JSON_SUFFIXES,
+    _bson_records,
+    _json_records,
+    _open,
+    _read_bson,
+    read_json_documents,
+)
+from mongopat.sources.extjson import encode_document, loads
+
+CHANGELOG_FILE = "mongopat_changelog.json"
+LOCK_FILE = "mongopat_lock.json"
+TMP_SUFFIX = ".mongopat-tmp"
+
+
+def _fsync_write(path: Path, data: bytes) -> None:
+    write_durably(path, path.with_name(f".{path.name}{TMP_SUFFIX}"), data)
+
+
+class FileChangelog:
+    """The changelog as a small file of Extended JSON lines, rewritten atomically on every change."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / CHANGELOG_FILE
+        self.entries: dict[str, dict[str, Any]] = {}
+        if self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    entry = json_util.loads(line)
+                    self.entries[entry["_id"]] = entry
+
+    def _save(self) -> None:
+        lines = [
+            json_util.dumps(entry, json_options=json_util.CANONICAL_JSON_OPTIONS) for entry in self.entries.values()
+        ]
+        _fsync_write(self.path, ("\n".join(lines) + "\n").encode() if lines else b"")
+
+    def all(self) -> dict[str, dict[str, Any]]:
+        return json_util.loads(json_util.dumps(self.entries))
+
+    def get(self, migration_id: str) -> dict[str, Any] | None:
+        return self.all().get(migration_id)
+
+    def start(self, migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> None:
+        entry = self.entries.get(migration_id)
+        if entry is None or entry.get("state") == "rolled_back":
+            self.entries[migration_id] = new_entry(migration_id, checksum, description, steps)
+        else:
+            entry.update(state="running", error=None, host=host_name(), mongopat_version=__version__)
+        self._save()
+
+    def step(self, migration_id: str, index: int, **fields: Any) -> None:
+        self.entries[migration_id]["steps"][index].update(fields)
+        self._save()
+
+    def add_counts(self, migration_id: str, read: int, written: int) -> None:
+        entry = self.entries[migration_id]
+        entry["read"] += read
+        entry["written"] += written
+        self._save()
+
+    def finish(self, migration_id: str, state: str, started: float, error: str | None = None, **fields: Any) -> None:
+        entry = self.entries[migration_id]
+        entry.update(state=state, finished_at=utcnow(), error=error, **fields)
+        entry["duration_s"] = round(entry.get("duration_s", 0) + time.monotonic() - started, 3)
+        self._save()
+
+    def set(self, migration_id: str, **fields: Any) -> None:
+        self.entries[migration_id].update(fields)
+        self._save()
+
+    def remove(self, migration_id: str) -> None:
+        self.entries.pop(migration_id, None)
+        self._save()
+
+
+class FileLock(LeaseLock):
+    """The lease as ``mongopat_lock.json`` in the dump folder, created exclusively."""
+
+    def __init__(self, folder: Path, lease_seconds: float = 60.0) -> None:
+        super().__init__(lease_seconds)
+        self.path = folder / LOCK_FILE
+
+    def _document(self) -> dict[str, Any]:
+        now = utcnow()
+        return {
+            "_id": "migrate",
+            "holder": self.holder,
+            "host": host_name(),
+            "pid": os.getpid(),
+            "acquired_at": now,
+            "expires_at": now + self.lease,
+        }
+
+    def current(self) -> dict[str, Any] | None:
+        try:
+            return json_util.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _remove(self, holder: str, expires_at: Any) -> bool:
+        # Moved aside first, so that a run taking the lock over meanwhile keeps its new file: only the lease
+        # seen is removed; another one is put back.
+        aside = self.path.with_name(f".{self.path.name}.unlock{TMP_SUFFIX}")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return False
+        try:
+            moved = json_util.loads(aside.read_text(encoding="utf-8"))
+        except ValueError:
+            moved = {}
+        if moved.get("holder") == holder and moved.get("expires_at") == expires_at:
+            aside.unlink()
+            return True
+        with contextlib.suppress(FileExistsError):  # not ours to remove: back, unless a newer lock exists
+            os.link(aside, self.path)
+        aside.unlink()
+        return False
+
+    def _write(self, exclusive: bool) -> bool:
+        """Write the lease through a temporary file of this holder's own, so the lock file is never seen
+        empty or half written: created with a hard link when ``exclusive`` (fails if it exists), else
+        replaced. An empty lock file once let a second run take a fresh lock over as unreadable."""
+        own = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.holder)
+        temporary = self.path.with_name(f".{self.path.name}.{own}{TMP_SUFFIX}")
+        with temporary.open("wb") as handle:
+            handle.write(json_util.dumps(self._document()).encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            if exclusive:
+                os.link(temporary, self.path)
+            else:
+                temporary.replace(self.path)
+        except FileExistsError:
+            return False
+        finally:
+            temporary.unlink(missing_ok=True)
+        return True
+
+    def _try(self) -> bool:
+        if self._write(exclusive=True):
+            return True
+        current = self.current()
+        if current is not None and current.get("expires_at") and current["expires_at"] >= utcnow():
+            return current.get("holder") == self.holder
+        self._write(exclusive=False)  # expired (or unreadable): take it over, then check we won
+        time.sleep(0.05)
+        current = self.current()
+        return bool(current and current.get("holder") == self.holder)
+
+    def renew(self) -> None:
+        current = self.current()
+        if not current or current.get("holder") != self.holder:
+            raise LockLost("the migration lock was lost (lease expired and taken over); stopping")
+        self._write(exclusive=False)
+
+    def release(self) -> None:
+        if self.held:
+            current = self.current()
+            if current and current.get("holder") == self.holder:
+                self.path.unlink(missing_ok=True)
+            self.held = False
+
+
+class DumpFolder:
+    """The files of a dump folder as collections: find, read, write (atomically), rename."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def file_of(self, name: str) -> Path | None:
+        for suffix in BSON_SUFFIXES + JSON_SUFFIXES:
+            candidate = self.folder / f"{name}{suffix}"
+            if candidate.exists():
+                return candidate
+        return None
+
+    def suffix_like(self, name: str) -> str:
+        path = self.file_of(name)
+        if path is None:
+            raise InputError(f"collection {name!r} not found in {self.folder}")
+        return next(s for s in BSON_SUFFIXES + JSON_SUFFIXES if path.name.endswith(s))
+
+    def read(self, name: str) -> Iterator[Document]:
+        path = self.file_of(name)
+        if path is None:
+            return iter(())
+        return decoded_documents(path)
+
+    def count(self, name: str) -> int:
+        path = self.file_of(name)
+        return 0 if path is None else count_records(path)
+
+    def canonical(self, name: str) -> bool:
+        path = self.file_of(name)
+        if path is None or not path.name.endswith(JSON_SUFFIXES):
+            return False
+        with _open(path) as handle:
+            head = handle.read(4096)
+        return b'"$numberInt"' in head or b'"$numberLong"' in head or b'"$numberDouble"' in head
+
+    def temp_path(self, final_name: str) -> Path:
+        return self.folder / f".{final_name}{TMP_SUFFIX}"
+
+
+class DocumentWriter:
+    """Writes documents to a temporary file in a collection's format; ``close`` makes it durable."""
+
+    def __init__(self, path: Path, suffix: str, canonical: bool) -> None:
+        self.path = path
+        self.bson = suffix.startswith(".bson")
+        self.canonical = canonical
+        raw: IO[bytes] = path.open("wb")
+        self.raw = raw
+        # Closed in close(), which every caller reaches through try/finally.
+        self.handle: IO[bytes] = gzip.open(raw, "wb") if suffix.endswith(".gz") else raw  # type: ignore[assignment]  # noqa: SIM115
+        self.count = 0
+
+    def write(self, document: Document) -> None:
+        if self.bson:
+            self.handle.write(bson.encode(document))
+        else:
+            self.handle.write(encode_document(document, self.canonical) + b"\n")
+        self.count += 1
+
+    def close(self) -> None:
+        if self.handle is not self.raw:
+            self.handle.close()
+        self.raw.flush()
+        os.fsync(self.raw.fileno())
+        self.raw.close()
+
+
+def backup_name(migration_id: str, index: int, file_name: str) -> str:
+    return f"mongopat_backup__{migration_id}__{index}__{file_name}"
+
+
+def decoded_documents(path: Path) -> Iterator[Document]:
+    """Fully decoded documents of a collection file (BSON types restored)."""
+    if path.name.endswith(BSON_SUFFIXES):
+        return (doc for doc, _size in _read_bson(path))
+    return read_json_documents(path)
+
+
+def plain_documents(path: Path) -> Iterator[Document]:
+    """Documents of a file as plain structures, for verification: Extended JSON wrappers stay undecoded,
+    which is enough to count documents, sum counts and measure arrays, and several times faster."""
+    if path.name.endswith(BSON_SUFFIXES):
+        return (bson.decode(raw) for _offset, raw in _bson_records(path))
+    return (record if isinstance(record, dict) else loads(record) for _line, record in _json_records(path))
+
+
+def count_records(path: Path) -> int:
+    """Documents in a collection file, exactly, without parsing them (lines, or BSON length headers)."""
+    if path.name.endswith(BSON_SUFFIXES):
+        return sum(1 for _ in _bson_records(path))
+    with _open(path) as handle:
+        head = handle.read(4096).lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
+        if head == b"[":  # a --jsonArray export: count its elements properly
+            return sum(1 for _ in _json_records(path))
+        handle.seek(0)
+        return sum(1 for line in handle if line and not line.isspace())
+
+
+def write_json_lines(path: Path, documents: list[Document]) -> None:
+    """Helper for tests and the demo: a mongoexport file from documents."""
+    path.write_bytes(b"".join(encode_document(d) + b"\n" for d in documents))

@@ -1,0 +1,179 @@
+"""What every kind of step gets from the dump-folder backend (:class:`~mongopat.migrate.dump_runner.DumpRunner`),
+and the file rewrite that document and bucket steps share.
+
+A rewrite streams the collection's file into a temporary file (``.<name>.mongopat-tmp``, never taken for a
+collection), then commits: the original file is renamed to ``mongopat_backup__<migration>__<step>__<file>``
+(kept byte for byte for ``down``) and the new file takes the original name. The changelog records the
+phase of every step, so a crash while writing restarts the step from the untouched original, and a crash
+while committing finishes the renames: no half-written file ever carries a collection's name. The kinds
+are ``dump_documents.py``, ``dump_bucket_step.py`` and ``dump_collections.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mongopat.errors import OperationFailed
+from mongopat.migrate.dump_files import DocumentWriter, backup_name, count_records, plain_documents
+from mongopat.migrate.runner import KindRunner
+from mongopat.migrate.steps import Step
+from mongopat.migrate.transform_api import Document
+
+if TYPE_CHECKING:
+    from mongopat.migrate.dump_runner import DumpRunner
+
+
+class DumpSteps(KindRunner):
+    """One kind of step on a dump folder."""
+
+    def __init__(self, runner: DumpRunner) -> None:
+        self.runner = runner
+
+    @property
+    def folder(self) -> Path:
+        return self.runner.folder
+
+    @property
+    def files(self) -> Any:
+        return self.runner.files
+
+
+class FileRewrites(DumpSteps):
+    """A kind of step that rewrites its collection's file (and writes the collections it creates)."""
+
+    # -- what a kind says ------------------------------------------------------------------------
+
+    def refuse(self, step: Step) -> None:
+        """Raise OperationFailed when the step cannot start (before anything is written)."""
+
+    def write(
+        self, migration_id: str, index: int, step: Step, source: Path, writer: Callable[[str], DocumentWriter]
+    ) -> tuple[int, dict[str, Any]]:
+        """Stream ``source`` into ``writer(name)`` for each collection written; (documents read, figures)."""
+        raise NotImplementedError
+
+    def measure(self, step: Step, kept: Path, current: Path, suffix: str) -> tuple[int | None, Any]:
+        """What verify reads once: documents in the original (None when it is not kept), and what the kind
+        measured of the rewritten file (None: nothing)."""
+        return (count_records(kept) if kept.exists() else None), None
+
+    def documents_written(self, measured: Any) -> int | None:
+        """The rewritten collection's documents, when :meth:`measure` counted them already."""
+        return None
+
+    def problems(
+        self,
+        step: Step,
+        stats: dict[str, Any],
+        before: int | None,
+        measured: Any,
+        after: Callable[[str], Iterator[Document]],
+    ) -> list[str]:
+        """Problems beyond the document counts every rewrite gets; ``after(name)`` reads a collection as the
+        step left it."""
+        return []
+
+    # -- up --------------------------------------------------------------------------------------
+
+    def run(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        if state.get("phase") == "done":
+            return  # committed by a run that stopped before it could mark the step applied
+        runner = self.runner
+        suffix = runner.suffix(migration_id, index, step)
+        if state.get("phase") != "commit":
+            self._discard_temps(step, suffix)
+            source = self.files.file_of(step.collection)
+            kept = self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")
+            if source is None and kept.exists():
+                source = kept  # a crash between the two renames of an earlier commit left only the backup
+            if source is None:
+                raise OperationFailed(f"collection {step.collection!r} not found in {self.folder}")
+            self.refuse(step)
+            read, written, stats = self._write_step(migration_id, index, step, suffix, source)
+            runner.changelog.step(migration_id, index, phase="commit", read=read, written=written, stats=stats)
+            runner.changelog.add_counts(migration_id, read, written)
+        self._commit(migration_id, index, step, suffix)
+        runner.lock.renew()
+
+    def _outputs(self, step: Step) -> list[str]:
+        """Collections the step writes: its own (rewritten) and the ones it creates."""
+        return [step.collection, *step.created_collections()]
+
+    def _discard_temps(self, step: Step, suffix: str) -> None:
+        for name in self._outputs(step):
+            self.files.temp_path(f"{name}{suffix}").unlink(missing_ok=True)
+
+    def _write_step(
+        self, migration_id: str, index: int, step: Step, suffix: str, source: Path
+    ) -> tuple[int, int, dict[str, Any]]:
+        runner = self.runner
+        canonical = self.files.canonical(step.collection)
+        # A quick count of records for the progress bar's ETA, only when someone watches it.
+        runner.total = count_records(source) if runner.options.progress is not None else None
+        runner.throttle.start()
+        writers: dict[str, DocumentWriter] = {}
+
+        def writer(name: str) -> DocumentWriter:
+            if name not in writers:
+                writers[name] = DocumentWriter(self.files.temp_path(f"{name}{suffix}"), suffix, canonical)
+            return writers[name]
+
+        try:
+            read, stats = self.write(migration_id, index, step, source, writer)
+        finally:
+            for handle in writers.values():
+                handle.close()
+        stats["counts"] = {name: w.count for name, w in writers.items()}
+        return read, sum(w.count for w in writers.values()), stats
+
+    def _commit(self, migration_id: str, index: int, step: Step, suffix: str) -> None:
+        own = f"{step.collection}{suffix}"
+        kept = self.folder / backup_name(migration_id, index, own)
+        if not kept.exists() and (self.folder / own).exists():
+            (self.folder / own).rename(kept)
+            self.runner.hook(migration_id, index, -1)  # between the two renames: the riskiest moment
+        for name in self._outputs(step):
+            temporary = self.files.temp_path(f"{name}{suffix}")
+            if temporary.exists():
+                temporary.replace(self.folder / f"{name}{suffix}")
+        self.runner.changelog.step(migration_id, index, phase="done")
+
+    # -- verify ----------------------------------------------------------------------------------
+
+    def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
+        if state.get("state") == "pending":
+            return []
+        runner = self.runner
+        stats = state.get("stats") or {}
+        suffix = runner.suffix(migration_id, index, step)
+        kept = self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")
+        current = runner.after(migration_id, index, step.collection, suffix)
+        before, measured = self.measure(step, kept, current, suffix)
+
+        def after(name: str) -> Iterator[Document]:
+            path = runner.after(migration_id, index, name, suffix)
+            return plain_documents(path) if path.exists() else iter(())
+
+        problems = []
+        for name, expected in (stats.get("counts") or {}).items():
+            found = self.documents_written(measured) if name == step.collection else None
+            if found is None:
+                path = runner.after(migration_id, index, name, suffix)
+                found = count_records(path) if path.exists() else 0
+            if found != expected:
+                problems.append(f"{name}: {found} documents, {expected} written by the migration")
+        problems.extend(self.problems(step, stats, before, measured, after))
+        return problems
+
+    # -- down ------------------------------------------------------------------------------------
+
+    def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        suffix = self.runner.suffix(migration_id, index, step)
+        self._discard_temps(step, suffix)
+        kept = self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")
+        if kept.exists():
+            kept.replace(self.folder / f"{step.collection}{suffix}")
+        for name in step.created_collections():
+            (self.folder / f"{name}{suffix}").unlink(missing_ok=True)

@@ -1,0 +1,483 @@
+"""Document steps on a live server: each document restructured in place, while the application writes.
+
+The collection is read in ``_id`` order, a batch at a time (or over ``_id`` ranges, one thread each).
+Before a document is rewritten, the version read is kept in ``mongopat_backup``, and the write takes only
+while the document is still that version (``document_versions.py``): a document the application changed
+in between is read and transformed again, one it deleted stays deleted. The changelog records the last
+``_id`` of each batch, so a crash anywhere leaves a state that ``up`` resumes to the same end. Steps whose
+transform MongoDB can compute run inside the server instead (``server_side_steps.py``).
+
+``down`` gives every document left alone since ``up`` its original bytes back, and applies the step's
+inverse to one the application changed since.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import bson
+from pymongo import ASCENDING, ReplaceOne
+from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
+
+from mongopat.errors import OperationFailed
+from mongopat.migrate.bookkeeping import BACKUP
+from mongopat.migrate.context_sources import DatabaseDocuments
+from mongopat.migrate.document_versions import (
+    backup,
+    backup_id,
+    decoded,
+    decoded_id,
+    digest,
+    keep_backups,
+    left_alone,
+    original_bytes,
+    raw_bytes,
+    unchanged_since,
+    versions_of,
+)
+from mongopat.migrate.operations import OPERATIONS, transform
+from mongopat.migrate.runner import CONFLICT_ROUNDS, StepOutcome, count
+from mongopat.migrate.server_side_steps import InServerSteps
+from mongopat.migrate.server_steps import PYTHON_BRACKET, ServerSteps
+from mongopat.migrate.steps import Step
+from mongopat.migrate.transform_api import Context, Document, hashable_key
+
+
+class DocumentSteps(InServerSteps, ServerSteps):
+    """Document steps: on the client side, or computed inside the server where the step allows it."""
+
+    def run(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
+        name = step.collection
+        # Once per step: a run that stopped before its first checkpoint has created these collections itself.
+        if state.get("count_before") is None and not state.get("has_last") and not state.get("ranges"):
+            existing = set(self.db.list_collection_names())
+            clash = [c for c in step.created_collections() if c in existing]
+            if clash:
+                raise OperationFailed(f"{step.name} would write into existing collection(s) {', '.join(clash)}")
+            self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
+        # Indexes of the collections the step creates first: the application reads a subset's full list or
+        # an outlier's overflow by parentId from the start, and so do reruns. The collection's own last.
+        for collection, keys in OPERATIONS[step.name].indexes(step):
+            if collection != step.collection:
+                self.db[collection].create_index(list(keys.items()))
+        if self.in_server(migration_id, index, step, state):
+            outcome = self.in_server_step(migration_id, index, step, state)
+            self._finish_document_step(step)
+            return outcome
+        kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
+        workers = self.options.workers or 1
+        if workers > 1 or state.get("ranges"):
+            ranges = state.get("ranges") or self._ranges(migration_id, index, name, workers)
+            if ranges:
+                outcome = self._document_ranges(migration_id, index, step, ranges, kept)
+                self._catch_up_client_side(migration_id, index, step, kept, outcome)
+                self._finish_document_step(step)
+                return outcome
+        total = self.db[name].estimated_document_count()
+        self.throttle.start(state.get("read", 0))
+        outcome = StepOutcome(
+            read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
+        )
+        last_id, has_last = state.get("last_id"), state.get("has_last", False)
+        budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
+        for number, batch in enumerate(self.scan(name, last_id, has_last, None, budget)):
+            # The first batch of a run may be one an interrupted run had begun to write.
+            last_id, written = self._apply_batch(
+                migration_id, index, step, batch, kept, outcome.stats, replay=number == 0
+            )
+            outcome.read += len(batch)
+            outcome.written += written
+            self._checkpoint(migration_id, index, outcome, len(batch), written, last_id, total)
+        self._catch_up_client_side(migration_id, index, step, kept, outcome)
+        self._finish_document_step(step)
+        return outcome
+
+    def pending_filter(self, migration_id: str, index: int, step: Step) -> dict[str, Any] | None:
+        return OPERATIONS[step.name].pending(step)
+
+    def catch_up(self, migration_id: str, index: int, step: Step, state: dict[str, Any], outcome: StepOutcome) -> int:
+        if state.get("in_server"):
+            return self.in_server_catch_up(migration_id, index, step, outcome)
+        return self._catch_up_client_side(migration_id, index, step, {}, outcome)
+
+    def _catch_up_client_side(
+        self, migration_id: str, index: int, step: Step, kept: dict[Any, Any], outcome: StepOutcome
+    ) -> int:
+        """Migrate the documents still in the old shape: written by the application behind the scan, or in
+        the old shape again since (see :meth:`passes`)."""
+
+        def new_pass() -> None:
+            kept.clear()  # documents inserted since: a tree's new nodes have parents the first map lacks
+
+        def apply(batch: list[Any]) -> tuple[Any, int]:
+            return self._apply_batch(migration_id, index, step, batch, kept, outcome.stats, replay=True)
+
+        return self.passes(
+            migration_id, index, step, outcome, OPERATIONS[step.name].pending(step), "transformed", apply, new_pass
+        )
+
+    def _finish_document_step(self, step: Step) -> None:
+        for collection, keys in OPERATIONS[step.name].indexes(step):
+            if collection == step.collection:
+                self.db[collection].create_index(list(keys.items()))
+
+    def _apply_batch(
+        self,
+        migration_id: str,
+        index: int,
+        step: Step,
+        batch: list[Any],
+        kept: dict[Any, Any],
+        stats: dict[str, Any],
+        replay: bool = False,
+    ) -> tuple[Any, int]:
+        """Transform the documents of a batch still in the old shape; returns (last _id, documents written).
+        ``replay``: the batch may hold documents whose side documents an interrupted run wrote already.
+
+        The application may write at any moment. Each document is rewritten only if it is still the version
+        the transform read (compare-and-swap on the whole document); one the application changed in between
+        is read again and transformed again, at most ``CONFLICT_ROUNDS`` times; one it deleted stays deleted.
+        Before a document is rewritten, the version transformed is kept for ``down`` with a digest of what
+        replaced it, so that ``down`` can tell a document left alone since from one the application changed.
+        """
+        operation = OPERATIONS[step.name]
+        read = versions_of(batch)
+        last = read[-1][1]["_id"]
+        todo = [(raw, doc) for raw, doc in read if operation.is_pending(doc, step)]
+        written = 0
+        for round_number in range(CONFLICT_ROUNDS + 1):
+            if not todo:
+                break
+            if round_number:
+                count(stats, "conflicts", len(todo))
+            sent, missed = self._write_versions(
+                migration_id, index, step, todo, kept, stats, replay=replay or round_number > 0
+            )
+            written += sent
+            # Every conditional write took (the usual case): no need to read the batch again.
+            todo = self._still_pending(step, todo, stats) if missed else []
+        if todo:
+            count(stats, "conflicts_unresolved", len(todo))  # left pending: the catch-up pass takes them
+        return last, written
+
+    def _write_versions(
+        self,
+        migration_id: str,
+        index: int,
+        step: Step,
+        versions: list[tuple[bytes, Document]],
+        kept: dict[Any, Any],
+        stats: dict,
+        replay: bool,
+    ) -> tuple[int, int]:
+        """Back up, transform and conditionally write ``versions`` (the current documents, as read and
+        decoded); returns the writes sent and how many conditional writes found their document changed (or
+        gone)."""
+        name = step.collection
+        ctx = self._context(step, [doc for _raw_bytes, doc in versions], kept)
+        results = []
+        kept = []
+        for raw, doc in versions:
+            result = transform(doc, step, ctx)
+            if result.document == doc and not result.side:
+                count(stats, "unchanged")  # nothing to do for it (a reference with nothing to copy)
+                continue
+            results.append((doc, result))
+            kept.append(backup(backup_id(migration_id, index, name, doc["_id"]), raw, bson.encode(result.document)))
+        if not results:
+            return 0, 0
+        keep_backups(self.db[BACKUP], kept)
+        side: dict[str, list[Document]] = {}
+        for _doc, result in results:
+            for collection, documents in result.side.items():
+                side.setdefault(collection, []).extend(documents)
+        written = 0
+        for collection, documents in side.items():
+            if replay:
+                # Side documents of an older version (a lost race, a replayed batch) go first: subset's and
+                # outlier's by parent, so that a shorter list leaves none behind; others by their _id.
+                if OPERATIONS[step.name].side_collections:
+                    self.db[collection].delete_many({"parentId": {"$in": [doc["_id"] for doc, _ in results]}})
+                else:
+                    self.db[collection].delete_many({"_id": {"$in": [d["_id"] for d in documents]}})
+            _insert_ignoring_duplicates(self.db[collection], documents)
+            written += len(documents)
+        replaces = [ReplaceOne(unchanged_since(doc), result.document) for doc, result in results]
+        outcome = self.db[name].bulk_write(replaces, ordered=False)
+        count(stats, "transformed", outcome.matched_count)
+        return written + len(replaces), len(replaces) - outcome.matched_count
+
+    def _still_pending(
+        self, step: Step, versions: list[tuple[bytes, Document]], stats: dict[str, Any]
+    ) -> list[tuple[bytes, Document]]:
+        """The current versions of these documents that are still in the old shape (their write lost a race
+        with the application's); those it deleted meanwhile are counted and their side documents removed."""
+        operation = OPERATIONS[step.name]
+        ids = [doc["_id"] for _raw_bytes, doc in versions]
+        now = {
+            hashable_key(doc["_id"]): (raw, doc)
+            for raw, doc in versions_of(self._collection(step.collection).find({"_id": {"$in": ids}}))
+        }
+        gone = [ident for ident in ids if hashable_key(ident) not in now]
+        if gone:
+            count(stats, "deleted_meanwhile", len(gone))
+            for parameter in operation.side_collections:
+                self.db[step.params[parameter]].delete_many({"parentId": {"$in": gone}})
+        return [(raw, doc) for raw, doc in now.values() if operation.is_pending(doc, step)]
+
+    # -- parallel workers over _id ranges ---------------------------------------------------------
+
+    def _ranges(self, migration_id: str, index: int, name: str, workers: int) -> list[dict[str, Any]] | None:
+        """Split the collection into ``workers`` _id ranges of about equal size, recorded in the changelog
+        so that a resumed run continues each range from its own checkpoint. None when the collection is too
+        small or its _ids are of several types (the single ordered scan handles those)."""
+        collection = self.db[name]
+        documents = collection.count_documents({})
+        if documents < workers * 2:
+            return None
+        ends = [
+            list(collection.find({}, {"_id": 1}, sort=[("_id", direction)], limit=1))[0]["_id"] for direction in (1, -1)
+        ]
+        bounds = []
+        for k in range(1, workers):
+            found = list(collection.find({}, {"_id": 1}, sort=[("_id", 1)], skip=k * documents // workers, limit=1))
+            if found and (not bounds or found[0]["_id"] != bounds[-1]):
+                bounds.append(found[0]["_id"])
+        brackets = {PYTHON_BRACKET.get(type(v).__name__) for v in [*ends, *bounds]}
+        if len(brackets) != 1 or None in brackets:
+            return None
+        edges = [None, *bounds, None]
+        ranges = [
+            {
+                "lo": edges[i],
+                "hi": edges[i + 1],
+                "last_id": None,
+                "has_last": False,
+                "read": 0,
+                "written": 0,
+                "stats": {},
+            }
+            for i in range(len(edges) - 1)
+        ]
+        self.changelog.step(migration_id, index, ranges=ranges)
+        return ranges
+
+    def _range_batches(self, name: str, part: dict[str, Any]) -> Iterator[list[Any]]:
+        collection = self._collection(name)
+        last_id, has_last = part.get("last_id"), part.get("has_last", False)
+        while True:
+            condition: dict[str, Any] = {}
+            if has_last:
+                condition["$gt"] = last_id
+            elif part.get("lo") is not None:
+                condition["$gte"] = part["lo"]
+            if part.get("hi") is not None:
+                condition["$lt"] = part["hi"]
+            query = {"_id": condition} if condition else {}
+            batch = list(collection.find(query, sort=[("_id", ASCENDING)], limit=self.options.batch_size))
+            if not batch:
+                return
+            yield batch
+            last_id, has_last = decoded_id(batch[-1]), True
+
+    def _document_ranges(
+        self, migration_id: str, index: int, step: Step, ranges: list[dict[str, Any]], kept: dict[Any, Any]
+    ) -> StepOutcome:
+        """Each range in its own thread, checkpointed separately; the same guarantees as one worker
+        (backups first, transforms from the originals, deterministic side documents)."""
+        total = self.db[step.collection].estimated_document_count()
+        done_lock = threading.Lock()
+        done = {"read": sum(r.get("read", 0) for r in ranges)}
+        self.throttle.start(done["read"])
+
+        def work(position: int) -> dict[str, Any]:
+            part = dict(ranges[position])
+            stats = dict(part.get("stats") or {})
+            for number, batch in enumerate(self._range_batches(step.collection, part)):
+                last_id, written = self._apply_batch(migration_id, index, step, batch, kept, stats, replay=number == 0)
+                part.update(
+                    last_id=last_id,
+                    has_last=True,
+                    read=part.get("read", 0) + len(batch),
+                    written=part.get("written", 0) + written,
+                    stats=stats,
+                )
+                prefix = f"ranges.{position}."
+                self.changelog.checkpoint(
+                    migration_id,
+                    index,
+                    len(batch),
+                    written,
+                    **{prefix + k: part[k] for k in ("last_id", "has_last", "read", "written", "stats")},
+                )
+                with done_lock:
+                    done["read"] += len(batch)
+                    self._after_batch(migration_id, index, done["read"], total)
+            return part
+
+        with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+            finished = list(pool.map(work, range(len(ranges))))
+        outcome = StepOutcome(read=sum(p["read"] for p in finished), written=sum(p["written"] for p in finished))
+        for part in finished:
+            for key, value in (part.get("stats") or {}).items():
+                outcome.stats[key] = outcome.stats.get(key, 0) + value
+        self.changelog.step(migration_id, index, read=outcome.read, written=outcome.written, stats=outcome.stats)
+        return outcome
+
+    def _context(self, step: Step, originals: list[Document], kept: dict[Any, Any]) -> Context:
+        return OPERATIONS[step.name].context(step, originals, DatabaseDocuments(self.db, kept))
+
+    # -- verify ----------------------------------------------------------------------------------
+
+    def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
+        # The application may insert and delete documents: counts before and after say nothing. What must
+        # hold is that every document transformed kept its original for down.
+        backed = self.db[BACKUP].count_documents({"_id.m": migration_id, "_id.s": index})
+        transformed = (state.get("stats") or {}).get("transformed", 0)
+        if backed < transformed:
+            return [f"{step.collection}: {transformed - backed} original(s) not kept for rollback"]
+        return []
+
+    # -- down ------------------------------------------------------------------------------------
+
+    def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+        db, name = self.db, step.collection
+        backups = db[BACKUP]
+        query = {"_id.m": migration_id, "_id.s": index}
+        unresolved: list[Any] = []
+        chunk: list[dict[str, Any]] = []
+        for kept in self._collection(BACKUP).find(query):  # as stored: an original's exact bytes
+            chunk.append(kept)
+            if len(chunk) >= self.options.batch_size:
+                unresolved.extend(self._revert_documents(step, chunk, state))
+                chunk = []
+                self.lock.renew()
+        if chunk:
+            unresolved.extend(self._revert_documents(step, chunk, state))
+        marker = OPERATIONS[step.name].new_shape_marker(step)
+        if marker is not None:
+            unresolved.extend(self._revert_new_shape(migration_id, index, step, marker, unresolved))
+        for created in step.created_collections():
+            db[created].drop()
+        for collection, keys in OPERATIONS[step.name].indexes(step):
+            if collection == name:  # it may never have been created, or be gone already
+                with contextlib.suppress(OperationFailure, PyMongoError, KeyError, ValueError):
+                    db[name].drop_index(list(keys.items()))
+        if unresolved:
+            # Their originals stay kept: the documents are left as the application wrote them.
+            keep = [backup_id(migration_id, index, name, ident) for ident in unresolved]
+            backups.delete_many({"$and": [query, {"_id": {"$nin": keep}}]})
+            shown = ", ".join(repr(ident) for ident in unresolved[:10])
+            raise OperationFailed(
+                f"{step.name} on {name}: {len(unresolved)} document(s) changed by the application since up "
+                f"could not be put back in the old shape without losing that change; left as they are: {shown}"
+                + (" ..." if len(unresolved) > 10 else ""),
+                hint="fix them by hand (their originals are kept in mongopat_backup), then run down again",
+            )
+        backups.delete_many(query)
+
+    def _revert_new_shape(self, migration_id: str, index: int, step: Step, marker: str, skip: list[Any]) -> list[Any]:
+        """Documents the application wrote in the new shape after ``up`` (no backup: their elements are in
+        the side collection ``down`` is about to drop) are merged back by the step's inverse, as a changed
+        document is; returns the _ids it could not."""
+        side = self.db[step.created_collections()[0]]
+        unresolved: list[Any] = []
+        query = {marker: {"$exists": True}, **({"_id": {"$nin": skip}} if skip else {})}
+        for batch in self.scan(step.collection, None, False, query):
+            documents = [decoded(raw) for raw in batch]
+            parents = {
+                hashable_key(i) for i in side.distinct("parentId", {"parentId": {"$in": [d["_id"] for d in documents]}})
+            }
+            # Only documents with elements in the side collection: a field of the same name that a document
+            # had before up is not the step's.
+            chunk = [
+                {
+                    "_id": backup_id(migration_id, index, step.collection, doc["_id"]),
+                    # As if up had transformed it from this document without the marker, and it changed since.
+                    "raw": bson.encode({k: v for k, v in doc.items() if k != marker}),
+                    "after": b"",
+                }
+                for doc in documents
+                if hashable_key(doc["_id"]) in parents
+            ]
+            if chunk:
+                unresolved.extend(self._revert_documents(step, chunk, {}))
+            self.lock.renew()
+        return unresolved
+
+    def _revert_documents(self, step: Step, backups: list[dict[str, Any]], state: dict[str, Any]) -> list[Any]:
+        """Put a chunk of documents back in the old shape; returns the _ids it could not.
+
+        A document unchanged since ``up`` (its digest is the one ``up`` wrote) gets its original back,
+        byte for byte. One the application changed since gets the step's inverse applied to its current
+        state. One it deleted stays deleted. Every write is conditional on the version read; a lost race
+        is read again, a bounded number of times.
+        """
+        operation = OPERATIONS[step.name]
+        collection = self.db[step.collection]
+        originals = {hashable_key(b["_id"]["id"]): b for b in backups}
+        ids = [b["_id"]["id"] for b in backups]
+        side: dict[Any, list[Document]] = {}
+        for parameter in operation.side_collections:
+            for item in self.db[step.params[parameter]].find({"parentId": {"$in": ids}}):
+                side.setdefault(hashable_key(item["parentId"]), []).append(item)
+        unresolved: list[Any] = []
+        todo = ids
+        for _round in range(CONFLICT_ROUNDS + 1):
+            if not todo:
+                break
+            found = self._collection(step.collection).find({"_id": {"$in": todo}})
+            writes, targets, expected = [], {}, {}
+            for raw in found:
+                current = decoded(raw)
+                key = hashable_key(current["_id"])
+                backup = originals[key]
+                original = bson.decode(original_bytes(backup))
+                if backup.get("after") is None or left_alone(raw_bytes(raw), backup):
+                    restored: Document | None = original  # left alone since up: the original bytes
+                else:
+                    restored = operation.inverse(current, original, step, side.get(key, []))
+                if restored is None:
+                    unresolved.append(current["_id"])
+                    continue
+                writes.append(ReplaceOne(unchanged_since(current), restored))
+                targets[key] = current["_id"]
+                expected[key] = digest(bson.encode(restored))
+            if not writes:
+                break
+            result = collection.bulk_write(writes, ordered=False)
+            if result.matched_count == len(writes):
+                break
+            # Some lost a race with the application: those still in the new shape are tried again from the
+            # version now stored; one already back in the old shape was restored and written since.
+            again = self._collection(step.collection).find({"_id": {"$in": list(targets.values())}})
+            todo = [
+                targets[key]
+                for raw in again
+                if digest(raw_bytes(raw)) != expected[key := hashable_key(decoded(raw)["_id"])]
+                and not operation.is_pending(decoded(raw), step)
+            ]
+        return unresolved
+
+    # -- samples -----------------------------------------------------------------------------------
+
+    def sample_context(self, step: Step, samples: list[Any]) -> Context | None:
+        return self._context(step, samples, {}) if samples else None
+
+    def transformed_sample(self, step: Step, size: int) -> list[Document]:
+        raw = self._collection(step.collection).aggregate([{"$sample": {"size": size}}])
+        samples = [bson.decode(raw_bytes(d)) for d in raw]
+        ctx = self.sample_context(step, samples)
+        return [transform(sample, step, ctx).document for sample in samples]
+
+
+def _insert_ignoring_duplicates(collection: Any, documents: list[Document]) -> None:
+    try:
+        collection.insert_many(documents, ordered=False)
+    except BulkWriteError as exc:
+        if any(error.get("code") != 11000 for error in exc.details.get("writeErrors", [])):
+            raise

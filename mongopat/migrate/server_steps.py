@@ -1,0 +1,113 @@
+"""What every kind of step gets from the server backend (:class:`~mongopat.migrate.server_runner.Runner`):
+its database, options, changelog, lock and throttle, the scan in ``_id`` order, the catch-up passes and
+the checkpoint after each batch. The kinds are ``server_documents.py``, ``server_buckets.py`` and
+``server_collections.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mongopat.migrate.runner import KindRunner, StepOutcome
+from mongopat.migrate.steps import Step
+
+if TYPE_CHECKING:
+    from mongopat.migrate.server_runner import Runner
+
+# BSON sort order of _id type brackets: $gt only matches within a bracket, so the scan hops between them.
+TYPE_BRACKETS = [
+    "minKey",
+    "null",
+    "number",
+    "string",
+    "object",
+    "array",
+    "binData",
+    "objectId",
+    "bool",
+    "date",
+    "timestamp",
+    "regex",
+    "maxKey",
+]
+PYTHON_BRACKET = {
+    "NoneType": "null",
+    "int": "number",
+    "Int64": "number",
+    "float": "number",
+    "Decimal128": "number",
+    "str": "string",
+    "dict": "object",
+    "SON": "object",
+    "list": "array",
+    "bytes": "binData",
+    "Binary": "binData",
+    "ObjectId": "objectId",
+    "bool": "bool",
+    "datetime": "date",
+    "Timestamp": "timestamp",
+    "Regex": "regex",
+    "MinKey": "minKey",
+    "MaxKey": "maxKey",
+}
+
+
+class ServerSteps(KindRunner):
+    """One kind of step on a live server."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    @property
+    def db(self) -> Any:
+        return self.runner.db
+
+    @property
+    def options(self) -> Any:
+        return self.runner.options
+
+    @property
+    def changelog(self) -> Any:
+        return self.runner.changelog
+
+    @property
+    def lock(self) -> Any:
+        return self.runner.lock
+
+    @property
+    def throttle(self) -> Any:
+        return self.runner.throttle
+
+    def scan(self, *args: Any, **kwargs: Any) -> Any:
+        return self.runner.scan(*args, **kwargs)
+
+    def passes(self, *args: Any, **kwargs: Any) -> int:
+        return self.runner.passes(*args, **kwargs)
+
+    def _checkpoint(self, *args: Any, **kwargs: Any) -> None:
+        self.runner.checkpoint(*args, **kwargs)
+
+    def _after_batch(self, *args: Any, **kwargs: Any) -> None:
+        self.runner.after_batch(*args, **kwargs)
+
+    def _collection(self, name: str) -> Any:
+        return self.runner.raw_collection(name)
+
+    # -- what only a server has: an application writing the old shape after up --------------------
+
+    def pending_filter(self, migration_id: str, index: int, step: Step) -> dict[str, Any] | None:
+        """The documents the step leaves in the old shape, or None for a step without any."""
+        return None
+
+    def old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
+        where = self.pending_filter(migration_id, index, step)
+        return None if where is None else self.db[step.collection].count_documents(where)
+
+    def catch_up(self, migration_id: str, index: int, step: Step, state: dict[str, Any], outcome: StepOutcome) -> int:
+        """Migrate what the application wrote in the old shape since the step was applied; returns the
+        documents migrated."""
+        return 0
+
+    def transformed_sample(self, step: Step, size: int) -> list[Any]:
+        """A random sample of the step's collection as the step would leave it (nothing written)."""
+        return []
