@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mongopat.migrate.script import load_folder, render  # noqa: E402
-from mongopat.migrate.server_runner import Runner, RunOptions  # noqa: E402
+from mongopat.migrate.server.runner import Runner, RunOptions  # noqa: E402
 
 WEATHER_ARCHIVE = ROOT.parent / "shared" / "real-data" / "sample_weatherdata.archive.gz"
 IGNORED = {"hello", "ismaster", "isMaster", "endSessions", "ping", "buildinfo", "buildInfo"}

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mongopat.expressions import evaluate, parse  # noqa: E402
 from mongopat.migrate.script import load_folder, render  # noqa: E402
-from mongopat.migrate.server_runner import Runner, RunOptions  # noqa: E402
+from mongopat.migrate.server.runner import Runner, RunOptions  # noqa: E402
 
 IGNORED = {"hello", "ismaster", "isMaster", "endSessions", "ping", "buildinfo", "buildInfo"}
 

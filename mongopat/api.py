@@ -75,10 +75,10 @@ def runner(target: Any, migrations: Migrations, **options: Any) -> Any:
     settings = run_options(**options)
     loaded = load(migrations) if isinstance(migrations, (str, Path)) else list(migrations)
     if isinstance(target, DumpFolder):
-        from mongopat.migrate.dump_runner import DumpRunner
+        from mongopat.migrate.dump_folder.runner import DumpRunner
 
         return DumpRunner(target.path, loaded, settings, target.database)
-    from mongopat.migrate.server_runner import Runner
+    from mongopat.migrate.server.runner import Runner
 
     return Runner(_with_write_concern(target, settings.write_concern), loaded, settings)
 

@@ -405,7 +405,7 @@ def _transformed_sample(target: Any) -> Callable[[Any], list[dict[str, Any]]]:
     the files written after confirmation hold what the first pass showed."""
     import json
 
-    from mongopat.migrate.server_runner import Runner
+    from mongopat.migrate.server.runner import Runner
 
     runner = Runner(target.db, [])
     taken: dict[str, list[dict[str, Any]]] = {}
@@ -522,7 +522,7 @@ def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = Non
 def _migration_lock(spec: SourceSpec) -> Iterator[Any]:
     """The migration lock of a deployment or dump folder (the lease every ``migrate`` run takes)."""
     if spec.dump:
-        from mongopat.migrate.dump_runner import DumpRunner
+        from mongopat.migrate.dump_folder.runner import DumpRunner
 
         if spec.uri:
             raise InputError("give either --uri or --dump, not both")

@@ -12,9 +12,9 @@ import orjson
 import pytest
 from bson import ObjectId, json_util
 
-import mongopat.migrate.dump_buckets as dump_buckets
+import mongopat.migrate.dump_folder.bucket_lines as dump_buckets
 from mongopat.errors import InputError
-from mongopat.migrate.dump_buckets import (
+from mongopat.migrate.dump_folder.bucket_lines import (
     BucketSpec,
     bucket_file,
     epoch_of,

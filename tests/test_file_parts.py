@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mongopat.errors import OperationFailed
-from mongopat.migrate.file_parts import Part, plan_parts, run_parallel
+from mongopat.migrate.dump_folder.file_parts import Part, plan_parts, run_parallel
 
 
 def test_parts_start_on_aligned_lines(tmp_path):

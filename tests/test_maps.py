@@ -180,7 +180,7 @@ def test_map_to_array_refuses_what_it_could_not_undo():
 
 def test_map_migration_up_and_down_on_a_server(mongo, tmp_path):
     from mongopat.migrate.script import load_folder, render
-    from mongopat.migrate.server_runner import Runner
+    from mongopat.migrate.server.runner import Runner
 
     docs = customers(n=120, seed=5)
     mongo.db.customers.insert_many(copy.deepcopy(docs))
@@ -199,7 +199,7 @@ def test_map_migration_up_and_down_on_a_server(mongo, tmp_path):
 
 
 def test_map_migration_round_trips_a_dump_folder_byte_for_byte(tmp_path):
-    from mongopat.migrate.dump_runner import DumpRunner
+    from mongopat.migrate.dump_folder.runner import DumpRunner
     from mongopat.migrate.script import load_folder, render
 
     docs = customers(n=150, seed=6)

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from mongopat.cli import app
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import utcnow
-from mongopat.migrate.dump_runner import DumpRunner
+from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
 from tests.test_migrate_runtime import STEPS, dataset

@@ -1,4 +1,4 @@
-"""Document steps a server computes itself (``server_side_steps.py``): the same documents as the client-side
+"""Document steps a server computes itself (``server/in_server_steps.py``): the same documents as the client-side
 transform, byte for byte, a ``down`` that restores them, resumption after a crash, and the cases that stay
 on the client side. The races with an application are in ``test_online.py`` (the same harness drives both
 paths: on the server lane these steps run inside the server)."""
@@ -16,7 +16,7 @@ from bson.raw_bson import RawBSONDocument
 
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server_runner import Runner
+from mongopat.migrate.server.runner import Runner
 from tests.test_online import BackupCollection
 
 STEPS: dict[str, dict[str, Any]] = {

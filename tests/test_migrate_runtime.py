@@ -17,7 +17,7 @@ from bson import ObjectId
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server_runner import Runner, RunOptions
+from mongopat.migrate.server.runner import Runner, RunOptions
 
 
 class Boom(RuntimeError):

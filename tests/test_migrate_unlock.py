@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mongopat.migrate.bookkeeping import LOCK, Lock, host_name, utcnow
-from mongopat.migrate.dump_files import FileLock
+from mongopat.migrate.dump_folder.files import FileLock
 from tests.test_migrate_dump import make_dump
 
 runner = CliRunner()

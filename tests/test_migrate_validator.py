@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 from mongopat.cli import app
 from mongopat.errors import InputError, OperationFailed
 from mongopat.json_schema import satisfies, validator_problem
-from mongopat.migrate.dump_runner import DumpRunner
+from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
-from mongopat.migrate.server_runner import Runner
+from mongopat.migrate.server.runner import Runner
 from tests.test_migrate_dump import files, make_dump, write
 from tests.test_migrate_runtime import STEPS, load, snapshot
 

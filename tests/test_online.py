@@ -27,7 +27,7 @@ import pytest
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server_runner import Runner
+from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
 from tests.conftest import first_seeds_only
 

@@ -21,7 +21,7 @@ from test_online import Application, Crash, InterleavingDatabase, up_with_crashe
 from mongopat.migrate.operations import bucket
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server_runner import Runner
+from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
 from tests.conftest import first_seeds_only
 

@@ -23,7 +23,7 @@ from mongopat.command import analyze, recommend
 from mongopat.migrate.operations import OPERATIONS, bucket, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server_runner import Runner
+from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
 from mongopat.sources import SourceSpec, open_source
 from tests.conftest import first_seeds_only

@@ -9,9 +9,9 @@ import pytest
 from pymongo.errors import AutoReconnect, CursorNotFound, NetworkTimeout, NotPrimaryError, OperationFailure
 
 from mongopat.errors import OperationFailed
-from mongopat.migrate.dump_runner import DumpRunner
+from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.migrate.script import load_folder
-from mongopat.migrate.server_runner import Runner, RunOptions
+from mongopat.migrate.server.runner import Runner, RunOptions
 from mongopat.migrate.throttling import LagGuard, Throttle, backoff, is_transient
 from tests.test_migrate_dump import _big_dump
 from tests.test_migrate_dump import write as write_migration

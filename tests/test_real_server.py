@@ -24,7 +24,7 @@ from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
-from mongopat.migrate.server_runner import Runner
+from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
 from tests.conftest import write_bson_dump
 from tests.server_process import wait_for

@@ -25,7 +25,7 @@ from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
-from mongopat.migrate.server_runner import Runner
+from mongopat.migrate.server.runner import Runner
 from tests.server_process import wait_for
 from tests.test_migrate_runtime import STEPS, load, snapshot, write
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from mongopat.guide.build import MigrationGuide
 from mongopat.guide.proof import ProofResult, prove
-from mongopat.migrate.dump_files import CHANGELOG_FILE, backup_name, decoded_documents
-from mongopat.migrate.dump_runner import DumpRunner
+from mongopat.migrate.dump_folder.files import CHANGELOG_FILE, backup_name, decoded_documents
+from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES
 
 _SUFFIXES = BSON_SUFFIXES + JSON_SUFFIXES

@@ -1,6 +1,6 @@
 """Where steps read the other documents their transforms need (:class:`~mongopat.migrate.transform_api.
 ContextSource`): a database (a server, the embedded engine, the guide's scratch copy) and the placeholders of
-a preview. A dump folder's reads its files (``dump_runner.py``)."""
+a preview. A dump folder's reads its files (``dump_folder/runner.py``)."""
 
 from __future__ import annotations
 

@@ -313,7 +313,7 @@ class ServerScratch(Scratch):
         return {name: _by_id(bson.encode(d) for d in self.db[name].find()) for name in sorted(self.collections())}
 
     def runner(self, migrations: list[Migration], options: RunOptions) -> Any:
-        from mongopat.migrate.server_runner import Runner
+        from mongopat.migrate.server.runner import Runner
 
         return Runner(self.db, migrations, options)
 
@@ -370,7 +370,7 @@ class FolderScratch(Scratch):
     """A temporary folder of mongoexport files (canonical Extended JSON, one document a line)."""
 
     def __init__(self, source_folder: Path) -> None:
-        from mongopat.migrate.dump_files import DumpFolder
+        from mongopat.migrate.dump_folder.files import DumpFolder
 
         self.source = DumpFolder(source_folder)
         self.source_folder = source_folder
@@ -419,7 +419,7 @@ class FolderScratch(Scratch):
 
     def state(self) -> dict[str, dict[Any, bytes]]:
         from mongopat.guide.dump_check import collection_files
-        from mongopat.migrate.dump_files import DumpFolder
+        from mongopat.migrate.dump_folder.files import DumpFolder
 
         files = DumpFolder(self.folder)
         return {
@@ -432,7 +432,7 @@ class FolderScratch(Scratch):
         return set(collection_files(self.folder))
 
     def runner(self, migrations: list[Migration], options: RunOptions) -> Any:
-        from mongopat.migrate.dump_runner import DumpRunner
+        from mongopat.migrate.dump_folder.runner import DumpRunner
 
         return DumpRunner(self.folder, migrations, options)
 

@@ -1,11 +1,11 @@
 """The run every backend shares: the run options, up (resume, verify), down, status, stamp, repair, the
 pending list, the order of a rollback.
 
-A backend is a runner (:mod:`mongopat.migrate.server_runner`, :mod:`mongopat.migrate.dump_runner`) with
-one :class:`KindRunner` per kind of step, ``document``, ``regroup`` and ``collection``: the run asks
-``kinds[step.type.kind]`` to run, revert, verify or preview a step, and nothing else here or in a backend
-asks which step it holds (a step's own module says what it does). Neither this module nor the dump
-runner loads pymongo, so runs on a dump folder start quickly.
+A backend is a package (``server/``, ``dump_folder/``) whose runner has one :class:`KindRunner` per kind
+of step, ``document``, ``regroup`` and ``collection``: the run asks ``kinds[step.type.kind]`` to run,
+revert, verify, count or preview a step, and nothing else here or in a backend asks which step it holds
+(a step's own module says what it does). Neither this module nor the dump folder's runner loads pymongo,
+so runs on a dump folder start quickly.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class RunOptions:
     # bucketing one large JSON file (None: one per CPU, at most 4).
     workers: int | None = None
     # Server: take every document step on the client side, even one the server could compute itself
-    # (server_side_steps.py).
+    # (server/in_server_steps.py).
     client_side: bool = False
     write_concern: str = "majority"
     retries: int = 8

@@ -16,7 +16,7 @@ from mongopat.json_schema import satisfies
 from mongopat.migrate.catalog import Catalog, index_name
 
 if TYPE_CHECKING:
-    from mongopat.migrate.dump_files import DumpFolder, FileChangelog
+    from mongopat.migrate.dump_folder.files import DumpFolder, FileChangelog
 
 DEFAULT_VALIDATION = {"validationLevel": "strict", "validationAction": "error"}
 DEFAULT_INDEXES = [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]

@@ -1,10 +1,10 @@
 """Migrations on a dump folder: the backend every kind of step runs on.
 
-The runner holds what the steps share: the folder and its files (``dump_files.py``: changelog, lock,
+The runner holds what the steps share: the folder and its files (``files.py``: changelog, lock,
 collections), the lease kept while a long step runs, progress and pacing, the context a document step
 reads from the folder, and which file holds a collection as a given step left it. Each kind of step runs
-in a module of its own: document steps in ``dump_documents.py``, the bucket step in ``dump_bucket_step.py``
-(both rewrite whole files, atomically: ``dump_steps.py``), collection steps in ``dump_collections.py``.
+in a module of its own: document steps in ``document_steps.py``, the bucket step in ``bucket_steps.py``
+(both rewrite whole files, atomically: ``rewrites.py``), collection steps in ``collection_steps.py``.
 The folder keeps its format: ``.json`` stays mongoexport JSON (relaxed or canonical, as it was), ``.bson``
 stays BSON, ``.gz`` stays compressed.
 """
@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.catalog.dump_folder import DumpFolderCatalog
-from mongopat.migrate.dump_bucket_step import BucketFiles
-from mongopat.migrate.dump_buckets import SPILL_PREFIX
-from mongopat.migrate.dump_collections import CollectionFiles
-from mongopat.migrate.dump_documents import DocumentFiles
-from mongopat.migrate.dump_files import DumpFolder, FileChangelog, FileLock, backup_name
+from mongopat.migrate.dump_folder.bucket_lines import SPILL_PREFIX
+from mongopat.migrate.dump_folder.bucket_steps import BucketFiles
+from mongopat.migrate.dump_folder.catalog import DumpFolderCatalog
+from mongopat.migrate.dump_folder.collection_steps import CollectionFiles
+from mongopat.migrate.dump_folder.document_steps import DocumentFiles
+from mongopat.migrate.dump_folder.files import DumpFolder, FileChangelog, FileLock, backup_name
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import KindRunner, RunnerBase, RunOptions
 from mongopat.migrate.script import Migration
@@ -35,7 +35,7 @@ from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES, resolve_dump_fol
 
 
 class DumpRunner(RunnerBase):
-    """The same commands as :class:`~mongopat.migrate.server_runner.Runner`, on a dump folder."""
+    """The same commands as :class:`~mongopat.migrate.server.runner.Runner`, on a dump folder."""
 
     def __init__(
         self,

@@ -1,11 +1,11 @@
 """Collection steps on a dump folder (indexes, copies, renames, validators): each step's module applies,
-reverts and verifies it through the folder's catalog (``catalog/dump_folder.py``)."""
+reverts and verifies it through the folder's catalog (``catalog.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mongopat.migrate.dump_steps import DumpSteps
+from mongopat.migrate.dump_folder.rewrites import DumpSteps
 from mongopat.migrate.operations import COLLECTION_OPERATIONS
 from mongopat.migrate.steps import Step
 

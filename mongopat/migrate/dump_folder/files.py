@@ -19,7 +19,7 @@ from bson import json_util
 from mongopat import __version__
 from mongopat.errors import InputError
 from mongopat.migrate.bookkeeping import LeaseLock, LockLost, host_name, new_entry, utcnow
-from mongopat.migrate.catalog.dump_folder import write_durably
+from mongopat.migrate.dump_folder.catalog import write_durably
 from mongopat.migrate.transform_api import Document
 from mongopat.sources.dump import (
     BSON_SUFFIXES,

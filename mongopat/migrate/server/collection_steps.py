@@ -1,5 +1,5 @@
 """Collection steps on a live server (indexes, copies, renames, validators): each step's module applies,
-reverts and verifies it through the server's catalog (``catalog/server.py``)."""
+reverts and verifies it through the server's catalog (``catalog.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from mongopat.migrate.operations import COLLECTION_OPERATIONS
 from mongopat.migrate.runner import StepOutcome
-from mongopat.migrate.server_steps import ServerSteps
+from mongopat.migrate.server.steps import ServerSteps
 from mongopat.migrate.steps import Step
 
 

@@ -12,7 +12,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 
 from mongopat.migrate.bookkeeping import Changelog
 from mongopat.migrate.catalog import Catalog
-from mongopat.migrate.document_versions import raw_bytes
+from mongopat.migrate.server.document_versions import raw_bytes
 
 # What a server adds to an index spec that createIndexes must not be given back.
 SERVER_KEYS = ("v", "ns")

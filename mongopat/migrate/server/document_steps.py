@@ -5,7 +5,7 @@ Before a document is rewritten, the version read is kept in ``mongopat_backup``,
 while the document is still that version (``document_versions.py``): a document the application changed
 in between is read and transformed again, one it deleted stays deleted. The changelog records the last
 ``_id`` of each batch, so a crash anywhere leaves a state that ``up`` resumes to the same end. Steps whose
-transform MongoDB can compute run inside the server instead (``server_side_steps.py``).
+transform MongoDB can compute run inside the server instead (``in_server_steps.py``).
 
 ``down`` gives every document left alone since ``up`` its original bytes back, and applies the step's
 inverse to one the application changed since.
@@ -26,7 +26,9 @@ from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.context_sources import DatabaseDocuments
-from mongopat.migrate.document_versions import (
+from mongopat.migrate.operations import OPERATIONS, transform
+from mongopat.migrate.runner import CONFLICT_ROUNDS, StepOutcome, count
+from mongopat.migrate.server.document_versions import (
     backup,
     backup_id,
     decoded,
@@ -39,10 +41,8 @@ from mongopat.migrate.document_versions import (
     unchanged_since,
     versions_of,
 )
-from mongopat.migrate.operations import OPERATIONS, transform
-from mongopat.migrate.runner import CONFLICT_ROUNDS, StepOutcome, count
-from mongopat.migrate.server_side_steps import InServerSteps
-from mongopat.migrate.server_steps import PYTHON_BRACKET, ServerSteps
+from mongopat.migrate.server.in_server_steps import InServerSteps
+from mongopat.migrate.server.steps import PYTHON_BRACKET, ServerSteps
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document, hashable_key
 

@@ -47,7 +47,7 @@ def left_alone(current: bytes, kept: Any) -> bool:
     """Whether a document (its bytes now) is still the version ``up`` wrote in place of the backup ``kept``.
     A backup made by mongopat holds a digest, compared as bytes (a server returns ``bytes``, mongomock
     whatever object it was given: a ``Binary`` where an earlier mongopat wrote one); one made inside the
-    server (``server_side_steps.py``) holds the document itself."""
+    server (``in_server_steps.py``) holds the document itself."""
     after = kept.get("after")
     if after is None:
         return False

@@ -1,7 +1,7 @@
-"""What every kind of step gets from the server backend (:class:`~mongopat.migrate.server_runner.Runner`):
+"""What every kind of step gets from the server backend (:class:`~mongopat.migrate.server.runner.Runner`):
 its database, options, changelog, lock and throttle, the scan in ``_id`` order, the catch-up passes and
-the checkpoint after each batch. The kinds are ``server_documents.py``, ``server_buckets.py`` and
-``server_collections.py``.
+the checkpoint after each batch. The kinds are ``document_steps.py``, ``bucket_steps.py`` and
+``collection_steps.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from mongopat.migrate.runner import KindRunner, StepOutcome
 from mongopat.migrate.steps import Step
 
 if TYPE_CHECKING:
-    from mongopat.migrate.server_runner import Runner
+    from mongopat.migrate.server.runner import Runner
 
 # BSON sort order of _id type brackets: $gt only matches within a bracket, so the scan hops between them.
 TYPE_BRACKETS = [

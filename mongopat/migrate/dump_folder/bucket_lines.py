@@ -35,7 +35,7 @@ from typing import IO, Any
 import orjson
 
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.file_parts import Part, plan_parts, run_parallel, start_without_ctrl_c
+from mongopat.migrate.dump_folder.file_parts import Part, plan_parts, run_parallel, start_without_ctrl_c
 from mongopat.sources.dump import _json_records, _open, json_problem, partition_file
 from mongopat.sources.extjson import ExtendedJSONError, decode_value, decode_wrapper, to_extended
 

@@ -2,8 +2,8 @@
 
 Collection steps (``create_index``, ``drop_index``, ``copy_collection``, ``rename_collection``,
 ``validator``) are written once, in their modules under ``mongopat/migrate/operations/``, against this
-protocol; each backend implements it once: :mod:`.server` with database commands, :mod:`.dump_folder`
-with the files of a dump folder. A new backend is one more module here.
+protocol; each backend implements it once, in its package: ``server/catalog.py`` with database commands,
+``dump_folder/catalog.py`` with the files of a dump folder.
 
 A catalog is made for one step of one migration: :meth:`Catalog.record` keeps the step's figures in the
 changelog at once, so that what a destructive command needs to be undone (the spec of a dropped index,

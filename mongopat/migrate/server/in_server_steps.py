@@ -13,7 +13,7 @@ Each batch is an ``_id`` range holding ``batch_size`` pending documents, taken b
 
 A document inserted into a range between the two has no backup of this run, so it is not rewritten
 either. ``down`` restores a document still equal to ``after`` byte for byte and gives one the application
-changed since the step's inverse (``server_runner.py``). Checkpoints are the ranges' last ``_id``s: a crash
+changed since the step's inverse (``document_steps.py``). Checkpoints are the ranges' last ``_id``s: a crash
 anywhere replays at most one range, whose backups are taken again from the documents still pending.
 
 Operators: ``$merge`` with a ``whenMatched`` pipeline and ``$$new``, ``$set``, ``$unset`` and
@@ -41,7 +41,7 @@ ORIGINAL = "__mongopat_original"
 
 
 class InServerSteps:
-    """Document steps computed by the server (mixed into ``server_documents.DocumentSteps``)."""
+    """Document steps computed by the server (mixed into ``document_steps.DocumentSteps``)."""
 
     db: Any
     options: Any

@@ -1,5 +1,5 @@
 """The bucket step on a dump folder: readings streamed into buckets, or, for a relaxed Extended JSON file,
-bucketed straight from its lines on several processes (``dump_buckets.py``); ``dump_steps.py`` commits
+bucketed straight from its lines on several processes (``bucket_lines.py``); ``rewrites.py`` commits
 the file."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mongopat.migrate.dump_buckets import BucketSpec, Tally, bucket_file, tally_buckets
-from mongopat.migrate.dump_files import DocumentWriter, count_records, decoded_documents
-from mongopat.migrate.dump_steps import FileRewrites
-from mongopat.migrate.file_parts import run_parallel
+from mongopat.migrate.dump_folder.bucket_lines import BucketSpec, Tally, bucket_file, tally_buckets
+from mongopat.migrate.dump_folder.file_parts import run_parallel
+from mongopat.migrate.dump_folder.files import DocumentWriter, count_records, decoded_documents
+from mongopat.migrate.dump_folder.rewrites import FileRewrites
 from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.operations.bucket import pending as bucket_pending
 from mongopat.migrate.steps import Step
@@ -122,7 +122,7 @@ class BucketFiles(FileRewrites):
         self, step: Step, source: Path, out: DocumentWriter, migration_id: str, index: int
     ) -> tuple[int, dict[str, Any]]:
         """Bucketing straight from relaxed Extended JSON lines, on several processes for large files
-        (:mod:`mongopat.migrate.dump_buckets`): the same buckets as the decoded path."""
+        (:mod:`mongopat.migrate.dump_folder.bucket_lines`): the same buckets as the decoded path."""
 
         def write(data: bytes) -> None:
             out.handle.write(data)

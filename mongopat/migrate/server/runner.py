@@ -3,8 +3,8 @@
 The runner holds what the steps share: the database, the changelog and lock in it (``bookkeeping.py``),
 the scan in ``_id`` order across BSON type brackets, the catch-up passes, and after each batch the
 checkpoint, pacing, replication lag and the lease. Each kind of step runs in a module of its own:
-document steps in ``server_documents.py`` (those MongoDB computes itself in ``server_side_steps.py``), the
-bucket step in ``server_buckets.py``, collection steps in ``server_collections.py``.
+document steps in ``document_steps.py`` (those MongoDB computes itself in ``in_server_steps.py``), the
+bucket step in ``bucket_steps.py``, collection steps in ``collection_steps.py``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from pymongo import ASCENDING
 from pymongo.errors import PyMongoError
 
 from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, original_name, stage_name
-from mongopat.migrate.catalog.server import ServerCatalog
-from mongopat.migrate.document_versions import decoded_id, raw_bytes
 from mongopat.migrate.runner import (
     CATCH_UP_PASSES,
     KindRunner,
@@ -28,10 +26,12 @@ from mongopat.migrate.runner import (
     StepOutcome,
 )
 from mongopat.migrate.script import Migration
-from mongopat.migrate.server_buckets import BucketSteps
-from mongopat.migrate.server_collections import CollectionSteps
-from mongopat.migrate.server_documents import DocumentSteps
-from mongopat.migrate.server_steps import PYTHON_BRACKET, TYPE_BRACKETS, ServerSteps
+from mongopat.migrate.server.bucket_steps import BucketSteps
+from mongopat.migrate.server.catalog import ServerCatalog
+from mongopat.migrate.server.collection_steps import CollectionSteps
+from mongopat.migrate.server.document_steps import DocumentSteps
+from mongopat.migrate.server.document_versions import decoded_id, raw_bytes
+from mongopat.migrate.server.steps import PYTHON_BRACKET, TYPE_BRACKETS, ServerSteps
 from mongopat.migrate.steps import Step
 from mongopat.migrate.throttling import LagGuard, Throttle, backoff, is_transient
 from mongopat.migrate.transform_api import Document

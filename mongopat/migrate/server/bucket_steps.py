@@ -26,7 +26,9 @@ from pymongo.errors import BulkWriteError
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, original_name, stage_name
-from mongopat.migrate.document_versions import (
+from mongopat.migrate.operations import bucket
+from mongopat.migrate.runner import CATCH_UP_PASSES, CONFLICT_ROUNDS, StepOutcome, count
+from mongopat.migrate.server.document_versions import (
     backup,
     backup_id,
     decoded,
@@ -36,9 +38,7 @@ from mongopat.migrate.document_versions import (
     unchanged_since,
     versions_of,
 )
-from mongopat.migrate.operations import bucket
-from mongopat.migrate.runner import CATCH_UP_PASSES, CONFLICT_ROUNDS, StepOutcome, count
-from mongopat.migrate.server_steps import ServerSteps
+from mongopat.migrate.server.steps import ServerSteps
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Document
 

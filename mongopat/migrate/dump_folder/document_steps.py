@@ -1,5 +1,5 @@
 """Document steps on a dump folder: the collection's file streamed through the step's transform, the
-documents of the collections it creates written beside it (``dump_steps.py`` commits the files)."""
+documents of the collections it creates written beside it (``rewrites.py`` commits the files)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from mongopat.errors import OperationFailed
-from mongopat.migrate.dump_files import DocumentWriter, decoded_documents
-from mongopat.migrate.dump_steps import FileRewrites
+from mongopat.migrate.dump_folder.files import DocumentWriter, decoded_documents
+from mongopat.migrate.dump_folder.rewrites import FileRewrites
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document

@@ -1,4 +1,4 @@
-"""What every kind of step gets from the dump-folder backend (:class:`~mongopat.migrate.dump_runner.DumpRunner`),
+"""What every kind of step gets from the dump-folder backend (:class:`~mongopat.migrate.dump_folder.runner.DumpRunner`),
 and the file rewrite that document and bucket steps share.
 
 A rewrite streams the collection's file into a temporary file (``.<name>.mongopat-tmp``, never taken for a
@@ -6,7 +6,7 @@ collection), then commits: the original file is renamed to ``mongopat_backup__<m
 (kept byte for byte for ``down``) and the new file takes the original name. The changelog records the
 phase of every step, so a crash while writing restarts the step from the untouched original, and a crash
 while committing finishes the renames: no half-written file ever carries a collection's name. The kinds
-are ``dump_documents.py``, ``dump_bucket_step.py`` and ``dump_collections.py``.
+are ``document_steps.py``, ``bucket_steps.py`` and ``collection_steps.py``.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mongopat.errors import OperationFailed
-from mongopat.migrate.dump_files import DocumentWriter, backup_name, count_records, plain_documents
+from mongopat.migrate.dump_folder.files import DocumentWriter, backup_name, count_records, plain_documents
 from mongopat.migrate.runner import KindRunner
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Document
 
 if TYPE_CHECKING:
-    from mongopat.migrate.dump_runner import DumpRunner
+    from mongopat.migrate.dump_folder.runner import DumpRunner
 
 
 class DumpSteps(KindRunner):
