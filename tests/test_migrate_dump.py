@@ -20,7 +20,9 @@ from typer.testing import CliRunner
 from mongopat.cli import app
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import utcnow
+from mongopat.migrate.catalog import index_name
 from mongopat.migrate.dump_folder.runner import DumpRunner
+from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
 from tests.test_migrate_runtime import STEPS, dataset
@@ -523,3 +525,37 @@ def test_verify_finds_outlier_and_subset_elements_lost_from_the_files(tmp_path):
     full.write_bytes(b"".join(full.read_bytes().splitlines(keepends=True)[1:]))  # one element lost
     problems = make_runner(data, migrations).verify()["0001_s"]
     assert any("expected" in p and STEPS["subset"]["full_collection"] in p for p in problems)
+
+
+@pytest.mark.parametrize("name", ["subset", "bucket"])
+def test_a_steps_indexes_go_into_the_metadata_and_down_takes_them_back(tmp_path, name):
+    """mongorestore creates the indexes a folder's ``.metadata.json`` lists: a subset's full list read by
+    parent, buckets read by series and start, as a server run creates them. ``down`` gives every metadata
+    file its bytes back (or removes the one the step made); verify notices an index gone."""
+    data = make_dump(tmp_path)
+    before = files(data)
+    migrations = write(tmp_path / "m", "0001_i", STEPS[name])
+    make_runner(data, migrations).up()
+    step = load_folder(migrations)[0].steps[0]
+    wanted = STEP_OPERATIONS[name].indexes(step)
+    assert wanted
+    for collection, keys in wanted:
+        metadata = json_util.loads((data / f"{collection}.metadata.json").read_text())
+        assert {"key": keys, "name": index_name(keys)}.items() <= next(
+            spec for spec in metadata["indexes"] if spec["key"] == keys
+        ).items()
+    assert make_runner(data, migrations).verify() == {"0001_i": []}
+
+    collection, keys = wanted[0]
+    path = data / f"{collection}.metadata.json"
+    kept = path.read_bytes()
+    metadata = json_util.loads(kept)
+    metadata["indexes"] = [spec for spec in metadata["indexes"] if spec["key"] != keys]
+    path.write_text(json_util.dumps(metadata))
+    assert make_runner(data, migrations).verify()["0001_i"] == [
+        f"{collection}: index {index_name(keys)} missing from its metadata"
+    ]
+    path.write_bytes(kept)
+
+    make_runner(data, migrations).down()
+    assert files(data) == before

@@ -16,6 +16,7 @@ from bson import ObjectId
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
+from mongopat.migrate.catalog import index_name
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.server.runner import Runner, RunOptions
 
@@ -360,6 +361,25 @@ def test_verify_finds_a_lost_original_but_not_a_document_the_application_deleted
     db.mongopat_backup.delete_one({})
     problems = runner(db, tmp_path).verify()["0001_m"]
     assert problems and "not kept for rollback" in problems[0]
+
+
+STEP_INDEXES = {
+    "subset": (STEPS["subset"]["full_collection"], {"parentId": 1}),
+    "bucket": (STEPS["bucket"]["collection"], {"sensor": 1, "start": 1}),
+}
+
+
+@pytest.mark.parametrize("name", ["subset", "bucket"])
+def test_verify_finds_an_index_of_the_step_dropped_since(mongo, tmp_path, name):
+    """The indexes a step's module declares are the engine's to create, and verify's to check."""
+    db = mongo.db
+    load(db)
+    write(tmp_path, "0001_m", STEPS[name])
+    runner(db, tmp_path).up()
+    assert runner(db, tmp_path).verify()["0001_m"] == []
+    collection, keys = STEP_INDEXES[name]
+    db[collection].drop_index(list(keys.items()))
+    assert runner(db, tmp_path).verify()["0001_m"] == [f"{collection}: index {index_name(keys)} missing"]
 
 
 def test_down_to_base_and_to_an_id(mongo, tmp_path):

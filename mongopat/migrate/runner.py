@@ -362,7 +362,7 @@ class RunnerBase:
             if migration.python is not None:  # the user's code: it must be safe to run again after a failure
                 migration.python.up(self.db)
             for index, step in enumerate(migration.steps):
-                if self._step_state(migration.id, index)["state"] == "applied":
+                if self.step_state(migration.id, index)["state"] == "applied":
                     continue
                 self.changelog.step(migration.id, index, state="running")
                 outcome = self._run_step_retrying(migration.id, index, step)
@@ -393,7 +393,7 @@ class RunnerBase:
             "notes": self._run_notes(final),
         }
 
-    def _step_state(self, migration_id: str, index: int) -> dict[str, Any]:
+    def step_state(self, migration_id: str, index: int) -> dict[str, Any]:
         entry = self.changelog.get(migration_id) or {}
         if len(entry.get("steps") or []) <= index:
             # Written before the run's first batch: a backend that lost it lost acknowledged writes.
@@ -406,7 +406,7 @@ class RunnerBase:
 
     def _run_step_retrying(self, migration_id: str, index: int, step: Step) -> StepOutcome | None:
         """Run one step from its recorded state; backends that meet transient faults retry here."""
-        return self._run_step(migration_id, index, step, self._step_state(migration_id, index))
+        return self._run_step(migration_id, index, step, self.step_state(migration_id, index))
 
     # Backend hooks of ``up``.
     db: Any = None  # what a Python migration's up(db) and down(db) are given

@@ -67,14 +67,26 @@ class DumpFolderCatalog(Catalog):
 
     def _write_metadata(self, collection: str, data: dict[str, Any]) -> None:
         path = self._metadata_path(collection)
-        if "metadata_before" not in self.stats:
-            # The file as it was, once, before the step's first change: down gives these bytes back.
-            self.record(metadata_before=path.read_text(encoding="utf-8") if path.exists() else None)
+        # The file as it was, once, before the step's first change: down gives these bytes back. The step's
+        # own collection's under metadata_before, the others' (collections a document step creates) by name.
+        before = path.read_text(encoding="utf-8") if path.exists() else None
+        if collection == self.collection:
+            if "metadata_before" not in self.stats:
+                self.record(metadata_before=before)
+        elif collection not in (others := dict(self.stats.get("metadata_before_of") or {})):
+            self.record(metadata_before_of={**others, collection: before})
         write_durably(path, self.files.temp_path(path.name), json_util.dumps(data).encode())
 
     def reverted(self) -> None:
         # Once the step is undone, the metadata says again what it said: the file's own bytes come back
         # (mongodump's formatting and key order), or it goes when the step had made it.
+        for collection, before in (self.stats.get("metadata_before_of") or {}).items():
+            # A collection the step created and down removed: its metadata goes with it, or comes back.
+            path = self._metadata_path(collection)
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                write_durably(path, self.files.temp_path(path.name), before.encode("utf-8"))
         if "metadata_before" not in self.stats:
             return
         path, before = self._metadata_path(self.collection), self.stats["metadata_before"]

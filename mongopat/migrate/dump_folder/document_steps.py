@@ -1,5 +1,6 @@
 """Document steps on a dump folder: the collection's file streamed through the step's transform, the
-documents of the collections it creates written beside it (``rewrites.py`` commits the files)."""
+documents of the collections it creates written beside it (``rewrites.py`` commits the files and
+writes the step's indexes)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mongopat.errors import OperationFailed
+from mongopat.migrate.catalog import index_name
 from mongopat.migrate.dump_folder.files import DocumentWriter, backup_name, count_records, plain_documents
+from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.runner import KindRunner
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Document
@@ -138,7 +140,19 @@ class FileRewrites(DumpSteps):
             temporary = self.files.temp_path(f"{name}{suffix}")
             if temporary.exists():
                 temporary.replace(self.folder / f"{name}{suffix}")
+        self._write_indexes(migration_id, index, step)
         self.runner.changelog.step(migration_id, index, phase="done")
+
+    def _write_indexes(self, migration_id: str, index: int, step: Step) -> None:
+        """The step's indexes (a subset's full list by parent, buckets by series and start...) into the
+        collections' ``.metadata.json``, where ``mongorestore`` creates them. Before the step is marked
+        done: a crash writes them again (an index already there is left as it is)."""
+        wanted = STEP_OPERATIONS[step.name].indexes(step)
+        if not wanted:
+            return
+        catalog = self.runner.catalog(migration_id, index, step, self.runner.step_state(migration_id, index))
+        names = [catalog.create_index(collection, {"key": dict(keys)}) for collection, keys in wanted]
+        catalog.record(indexes=names)
 
     # -- verify ----------------------------------------------------------------------------------
 
@@ -165,6 +179,12 @@ class FileRewrites(DumpSteps):
             if found != expected:
                 problems.append(f"{name}: {found} documents, {expected} written by the migration")
         problems.extend(self.problems(step, stats, before, measured, after))
+        if "indexes" in stats:  # an earlier mongopat wrote no indexes into the metadata
+            catalog = runner.catalog(migration_id, index, step, state)
+            for collection, keys in STEP_OPERATIONS[step.name].indexes(step):
+                name = index_name(dict(keys))
+                if not any(spec.get("name") == name for spec in catalog.indexes(collection)):
+                    problems.append(f"{collection}: index {name} missing from its metadata")
         return problems
 
     # -- down ------------------------------------------------------------------------------------
@@ -177,3 +197,8 @@ class FileRewrites(DumpSteps):
             kept.replace(self.folder / f"{step.collection}{suffix}")
         for name in step.created_collections():
             (self.folder / f"{name}{suffix}").unlink(missing_ok=True)
+        catalog = self.runner.catalog(migration_id, index, step, state)
+        for collection, keys in STEP_OPERATIONS[step.name].indexes(step):
+            if collection == step.collection:  # the collections the step created are gone, and their metadata
+                catalog.drop_index(collection, index_name(dict(keys)))
+        catalog.reverted()

@@ -138,7 +138,7 @@ class Runner(RunnerBase):
         while True:
             try:
                 # Read under the retry too: after a fault the server may still be away when the checkpoint is read.
-                state = self._step_state(migration_id, index)
+                state = self.step_state(migration_id, index)
                 return self._run_step(migration_id, index, step, state)
             except PyMongoError as error:
                 if not is_transient(error) or attempt >= self.options.retries:

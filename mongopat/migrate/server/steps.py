@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mongopat.migrate.catalog import index_name
+from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.runner import KindRunner, StepOutcome
 from mongopat.migrate.steps import Step
 
@@ -92,6 +94,19 @@ class ServerSteps(KindRunner):
 
     def _collection(self, name: str) -> Any:
         return self.runner.raw_collection(name)
+
+    def missing_indexes(self, step: Step, state: dict[str, Any]) -> list[str]:
+        """The step's indexes (``indexes()`` of its module) that its collections lack; none asked of a
+        stamped step, whose data was put in shape by someone else."""
+        if (state.get("stats") or {}).get("stamped"):
+            return []
+        problems = []
+        for collection, keys in STEP_OPERATIONS[step.name].indexes(step):
+            wanted = list(dict(keys).items())
+            have = [list(dict(spec["key"]).items()) for spec in self.db[collection].list_indexes()]
+            if wanted not in have:
+                problems.append(f"{collection}: index {index_name(dict(keys))} missing")
+        return problems
 
     # -- what only a server has: an application writing the old shape after up --------------------
 
