@@ -559,3 +559,19 @@ def test_a_steps_indexes_go_into_the_metadata_and_down_takes_them_back(tmp_path,
 
     make_runner(data, migrations).down()
     assert files(data) == before
+
+
+def test_down_keeps_an_index_the_collection_had_before_the_step(tmp_path):
+    """The bucket step's index on series and start was already in the folder: up leaves it, and down must
+    not take it away with the ones the step added."""
+    data = make_dump(tmp_path)
+    spec = {"v": 2, "key": {"sensor": 1, "start": 1}, "name": "sensor_1_start_1"}
+    (data / "readings.metadata.json").write_text(
+        json_util.dumps({"indexes": [{"v": 2, "key": {"_id": 1}, "name": "_id_"}, spec]})
+    )
+    before = files(data)
+    migrations = write(tmp_path / "m", "0001_b", STEPS["bucket"])
+    make_runner(data, migrations).up()
+    assert make_runner(data, migrations).verify() == {"0001_b": []}
+    make_runner(data, migrations).down()
+    assert files(data) == before

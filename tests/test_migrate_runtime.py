@@ -382,6 +382,24 @@ def test_verify_finds_an_index_of_the_step_dropped_since(mongo, tmp_path, name):
     assert runner(db, tmp_path).verify()["0001_m"] == [f"{collection}: index {index_name(keys)} missing"]
 
 
+def test_down_drops_only_the_indexes_the_step_added(mongo, tmp_path):
+    """An index the collection had before the step is the application's: down keeps it."""
+    db = mongo.db
+    load(db)
+    db.readings.create_index([("sensor", 1), ("start", 1)])
+    write(tmp_path, "0001_b", STEPS["bucket"])
+    write(tmp_path, "0002_s", STEPS["subset"])
+    runner(db, tmp_path).up()
+    runner(db, tmp_path).down(to="base")
+    assert "sensor_1_start_1" in db.readings.index_information()
+    assert STEPS["subset"]["full_collection"] not in db.list_collection_names()
+    db.readings.drop_index("sensor_1_start_1")
+    runner(db, tmp_path).up()
+    assert "sensor_1_start_1" in db.readings.index_information()
+    runner(db, tmp_path).down(to="base")
+    assert "sensor_1_start_1" not in db.readings.index_information()
+
+
 def test_down_to_base_and_to_an_id(mongo, tmp_path):
     db = mongo.db
     load(db)

@@ -151,8 +151,15 @@ class FileRewrites(DumpSteps):
         if not wanted:
             return
         catalog = self.runner.catalog(migration_id, index, step, self.runner.step_state(migration_id, index))
-        names = [catalog.create_index(collection, {"key": dict(keys)}) for collection, keys in wanted]
-        catalog.record(indexes=names)
+        added = list(catalog.stats.get("indexes_added") or [])
+        for collection, keys in wanted:
+            name = index_name(dict(keys))
+            present = any(spec.get("name") == name for spec in catalog.indexes(collection))
+            if collection == step.collection and name not in added and not present:
+                added.append(name)  # down drops only these, never an index the collection had before
+                catalog.record(indexes_added=added)
+            catalog.create_index(collection, {"key": dict(keys)})
+        catalog.record(indexes=[index_name(dict(keys)) for _collection, keys in wanted])
 
     # -- verify ----------------------------------------------------------------------------------
 
@@ -198,7 +205,6 @@ class FileRewrites(DumpSteps):
         for name in step.created_collections():
             (self.folder / f"{name}{suffix}").unlink(missing_ok=True)
         catalog = self.runner.catalog(migration_id, index, step, state)
-        for collection, keys in STEP_OPERATIONS[step.name].indexes(step):
-            if collection == step.collection:  # the collections the step created are gone, and their metadata
-                catalog.drop_index(collection, index_name(dict(keys)))
+        for name in catalog.stats.get("indexes_added") or []:  # the created collections went with theirs
+            catalog.drop_index(step.collection, name)
         catalog.reverted()

@@ -26,7 +26,7 @@ from pymongo.errors import BulkWriteError
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, original_name, stage_name
-from mongopat.migrate.operations import bucket
+from mongopat.migrate.operations import STEP_OPERATIONS, bucket
 from mongopat.migrate.runner import CATCH_UP_PASSES, CONFLICT_ROUNDS, StepOutcome, count
 from mongopat.migrate.server.document_versions import (
     backup,
@@ -77,7 +77,7 @@ class BucketSteps(ServerSteps):
 
     def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
         if not self._rebuilt_beside(migration_id, index):
-            self._unbucket_step(migration_id, index, step)
+            self._unbucket_step(migration_id, index, step, state.get("stats") or {})
             return
         db, name = self.db, step.collection
         kept, stage = original_name(migration_id, index), stage_name(migration_id, index)
@@ -98,12 +98,12 @@ class BucketSteps(ServerSteps):
             )
         if state.get("count_before") is None and not state.get("has_last"):
             self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
-        keys = [(step.params["series_key"], ASCENDING), ("start", ASCENDING)]
-        # Reads of one series over a time range, in both shapes, during the transition and after.
-        self.db[name].create_index(keys)
         outcome = StepOutcome(
             read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
         )
+        # Reads of one series over a time range, in both shapes, during the transition and after.
+        for _collection, keys in STEP_OPERATIONS[step.name].indexes(step):
+            self.create_own_index(migration_id, index, step, keys, outcome.stats)
         sequences: dict[Any, list[int]] = {}
         where = bucket.pending(step)
         total = self.db[name].estimated_document_count()
@@ -289,7 +289,7 @@ class BucketSteps(ServerSteps):
 
     # -- down ------------------------------------------------------------------------------------
 
-    def _unbucket_step(self, migration_id: str, index: int, step: Step) -> None:
+    def _unbucket_step(self, migration_id: str, index: int, step: Step, stats: dict[str, Any]) -> None:
         """Every bucket back into readings (passes until none is left); buckets the application kept
         changing past the conflict rounds are left, listed, and the run fails."""
         name = step.collection
@@ -313,9 +313,7 @@ class BucketSteps(ServerSteps):
             )
         query = {"_id.m": migration_id, "_id.s": index}
         self.db[BACKUP].delete_many(query)
-        keys = [(step.params["series_key"], ASCENDING), ("start", ASCENDING)]
-        if any(list(i["key"].items()) == keys for i in self.db[name].list_indexes()):
-            self.db[name].drop_index(keys)
+        self.drop_own_indexes(step, stats)
 
     def _bucket_batches(self, name: str, size: int, budget: int, skip: list[Any]) -> Any:
         """Batches of buckets; each batch is gone once unpacked, so the next is again the first ones left

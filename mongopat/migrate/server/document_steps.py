@@ -13,7 +13,6 @@ inverse to one the application changed since.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,7 @@ from typing import Any
 
 import bson
 from pymongo import ASCENDING, ReplaceOne
-from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
+from pymongo.errors import BulkWriteError
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP
@@ -66,7 +65,7 @@ class DocumentSteps(InServerSteps, ServerSteps):
                 self.db[collection].create_index(list(keys.items()))
         if self.in_server(migration_id, index, step, state):
             outcome = self.in_server_step(migration_id, index, step, state)
-            self._finish_document_step(step)
+            self._finish_document_step(migration_id, index, step, outcome.stats)
             return outcome
         kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
         workers = self.options.workers or 1
@@ -75,7 +74,7 @@ class DocumentSteps(InServerSteps, ServerSteps):
             if ranges:
                 outcome = self._document_ranges(migration_id, index, step, ranges, kept)
                 self._catch_up_client_side(migration_id, index, step, kept, outcome)
-                self._finish_document_step(step)
+                self._finish_document_step(migration_id, index, step, outcome.stats)
                 return outcome
         total = self.db[name].estimated_document_count()
         self.throttle.start(state.get("read", 0))
@@ -93,7 +92,7 @@ class DocumentSteps(InServerSteps, ServerSteps):
             outcome.written += written
             self._checkpoint(migration_id, index, outcome, len(batch), written, last_id, total)
         self._catch_up_client_side(migration_id, index, step, kept, outcome)
-        self._finish_document_step(step)
+        self._finish_document_step(migration_id, index, step, outcome.stats)
         return outcome
 
     def pending_filter(self, migration_id: str, index: int, step: Step) -> dict[str, Any] | None:
@@ -120,10 +119,10 @@ class DocumentSteps(InServerSteps, ServerSteps):
             migration_id, index, step, outcome, OPERATIONS[step.name].pending(step), "transformed", apply, new_pass
         )
 
-    def _finish_document_step(self, step: Step) -> None:
+    def _finish_document_step(self, migration_id: str, index: int, step: Step, stats: dict[str, Any]) -> None:
         for collection, keys in OPERATIONS[step.name].indexes(step):
             if collection == step.collection:
-                self.db[collection].create_index(list(keys.items()))
+                self.create_own_index(migration_id, index, step, dict(keys), stats)
 
     def _apply_batch(
         self,
@@ -364,10 +363,7 @@ class DocumentSteps(InServerSteps, ServerSteps):
             unresolved.extend(self._revert_new_shape(migration_id, index, step, marker, unresolved))
         for created in step.created_collections():
             db[created].drop()
-        for collection, keys in OPERATIONS[step.name].indexes(step):
-            if collection == name:  # it may never have been created, or be gone already
-                with contextlib.suppress(OperationFailure, PyMongoError, KeyError, ValueError):
-                    db[name].drop_index(list(keys.items()))
+        self.drop_own_indexes(step, state.get("stats") or {})
         if unresolved:
             # Their originals stay kept: the documents are left as the application wrote them.
             keep = [backup_id(migration_id, index, name, ident) for ident in unresolved]

@@ -6,7 +6,10 @@ the checkpoint after each batch. The kinds are ``document_steps.py``, ``bucket_s
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
+
+from pymongo.errors import OperationFailure
 
 from mongopat.migrate.catalog import index_name
 from mongopat.migrate.operations import STEP_OPERATIONS
@@ -94,6 +97,31 @@ class ServerSteps(KindRunner):
 
     def _collection(self, name: str) -> Any:
         return self.runner.raw_collection(name)
+
+    def create_own_index(
+        self, migration_id: str, index: int, step: Step, keys: dict[str, Any], stats: dict[str, Any]
+    ) -> None:
+        """Create one of the step's indexes on its own collection. One it did not find is named in
+        ``stats["indexes_added"]``, recorded before it is created (a crash in between leaves a name whose
+        drop finds nothing): ``down`` drops only those, never an index the collection had before."""
+        wanted = list(keys.items())
+        collection = self.db[step.collection]
+        if any(list(dict(spec["key"]).items()) == wanted for spec in collection.list_indexes()):
+            return
+        added = stats.setdefault("indexes_added", [])
+        if index_name(keys) not in added:
+            added.append(index_name(keys))
+            self.changelog.step(migration_id, index, stats=stats)
+        collection.create_index(wanted)
+
+    def drop_own_indexes(self, step: Step, stats: dict[str, Any]) -> None:
+        """Drop the indexes the step added to its own collection (``create_own_index``)."""
+        added = set(stats.get("indexes_added") or [])
+        for collection, keys in STEP_OPERATIONS[step.name].indexes(step):
+            if collection == step.collection and index_name(dict(keys)) in added:
+                # It may be gone already (dropped by hand, or by a down that stopped after it).
+                with contextlib.suppress(OperationFailure, KeyError, ValueError):
+                    self.db[collection].drop_index(list(dict(keys).items()))
 
     def missing_indexes(self, step: Step, state: dict[str, Any]) -> list[str]:
         """The step's indexes (``indexes()`` of its module) that its collections lack; none asked of a
