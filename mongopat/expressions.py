@@ -7,21 +7,30 @@ Grammar::
     term       := path | number | "(" arithmetic ")"
     path       := name ("." name)*
 
-It is parsed, never evaluated with ``eval``: the tree can be evaluated on a document in Python, or
-rendered as a MongoDB aggregation expression. Paths that go through an array (``items.price``) are
-evaluated per element of that array, and the function folds the per-element values. As in MongoDB's
-arithmetic, a Decimal128 operand makes the result a Decimal128 (prices are often stored so), computed in
-decimal, not through binary floats.
+It is parsed, never evaluated with ``eval``: the tree is evaluated on a document in Python
+(:func:`evaluate`), or rendered as an aggregation expression a server computes (:func:`aggregation`);
+both give the same BSON value for the same document. Paths that go through an array (``items.price``)
+are evaluated per element of that array, and the function folds the per-element values.
+
+The arithmetic is MongoDB's: an int32 result that overflows becomes a long, a long that overflows a
+double; a long operand keeps the result a long; ``/`` gives a double; a Decimal128 operand makes the
+result a Decimal128, computed in decimal, with a double converted as ``$toDecimal`` converts it (15
+significant digits: 2.5 is ``2.50000000000000``); ``sum`` and ``avg`` of doubles are correctly rounded
+(``$sum`` compensates its rounding errors), and ``min`` and ``max`` give the value itself. Where MongoDB
+would fail the whole update, a value is null instead: an operand that is not a finite number (missing,
+null, a string, NaN...) and a division by zero.
 """
 
 from __future__ import annotations
 
 import decimal
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from bson.decimal128 import Decimal128, create_decimal128_context
+from bson.int64 import Int64
 
 _DECIMAL128 = create_decimal128_context()
 
@@ -154,6 +163,10 @@ class _Parser:
 
 # -- evaluation on a document (pure) -------------------------------------------------------------
 
+_INT32 = 2**31
+_INT64 = 2**63
+Value = int | float | decimal.Decimal
+
 
 def _lookup(document: Any, path: str) -> Any:
     value = document
@@ -164,30 +177,51 @@ def _lookup(document: Any, path: str) -> Any:
     return value
 
 
-def _number(value: Any) -> int | float | decimal.Decimal | None:
+def _number(value: Any) -> Value | None:
+    """A finite number, or None (Decimal128 as a decimal; bool is not a number in BSON)."""
     if isinstance(value, Decimal128):
         number = value.to_decimal()
         return number if number.is_finite() else None
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _decimal(value: int | float | decimal.Decimal) -> decimal.Decimal:
-    # A double meets a decimal as MongoDB converts it: by its shortest decimal representation.
-    return value if isinstance(value, decimal.Decimal) else decimal.Decimal(repr(value))
+def _decimal(value: Value) -> decimal.Decimal:
+    """``value`` as ``$toDecimal`` converts it: a double to 15 significant digits (2.5 is 2.50000000000000)."""
+    if isinstance(value, decimal.Decimal):
+        return value
+    if isinstance(value, int):
+        return decimal.Decimal(value)
+    if value == 0:
+        return decimal.Decimal("-0") if math.copysign(1.0, value) < 0 else decimal.Decimal(0)
+    return decimal.Decimal(f"{value:.14e}")
 
 
-def _arith(node: Any, scope: Any) -> int | float | decimal.Decimal | None:
+def _integer(result: int, long: bool) -> int:
+    """An integer result typed as MongoDB types it: a long when an operand was one (or int32 overflowed)."""
+    return Int64(result) if long or not -_INT32 <= result < _INT32 else result
+
+
+def _arith(node: Any, scope: Any) -> Value | None:
     if isinstance(node, Number):
         return node.value
     if isinstance(node, Path):
         return _number(_lookup(scope, node.path))
     left, right = _arith(node.left, scope), _arith(node.right, scope)
-    if left is None or right is None:
+    if left is None or right is None or (node.op == "/" and right == 0):
         return None
     if isinstance(left, decimal.Decimal) or isinstance(right, decimal.Decimal):
         with decimal.localcontext(_DECIMAL128):
+            if node.op == "+":  # $add folds its operands into a total that starts at 0: 3E+2 + 3E+2 is 600
+                return decimal.Decimal(0) + _decimal(left) + _decimal(right)
             return _operate(node.op, _decimal(left), _decimal(right))
-    return _operate(node.op, left, right)
+    if isinstance(left, int) and isinstance(right, int) and node.op != "/":
+        result = _operate(node.op, left, right)
+        if -_INT64 <= result < _INT64:
+            return _integer(result, isinstance(left, Int64) or isinstance(right, Int64))
+        left, right = float(left), float(right)  # a long that overflows: MongoDB computes in doubles
+    return _operate(node.op, float(left), float(right))
 
 
 def _operate(op: str, left: Any, right: Any) -> Any:
@@ -197,7 +231,7 @@ def _operate(op: str, left: Any, right: Any) -> Any:
         return left - right
     if op == "*":
         return left * right
-    return left / right if right else None
+    return left / right
 
 
 def strip_prefix(node: Any, prefix: str) -> Any:
@@ -211,42 +245,153 @@ def strip_prefix(node: Any, prefix: str) -> Any:
 def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     """The value of ``expression`` for ``document`` (None when inputs are missing)."""
     if expression.function is None:
-        value = _arith(expression.body, document)
-        return _fold_decimals(None, [value]) if isinstance(value, decimal.Decimal) else value
+        return _bson(_arith(expression.body, document))
     if expression.function == "count" and isinstance(expression.body, Path):
         value = _lookup(document, expression.body.path)
         if isinstance(value, list):
             return len(value)
     prefix = expression.array_prefix()
     elements = _lookup(document, prefix) if prefix else None
+    if expression.function == "count":
+        if isinstance(elements, list):
+            return len(elements)
+        return int(_arith(expression.body, document) is not None)
     if isinstance(elements, list):
-        body = strip_prefix(expression.body, prefix)
+        body = strip_prefix(expression.body, prefix or "")
         values = [_arith(body, element) for element in elements if isinstance(element, dict)]
     else:
         values = [_arith(expression.body, document)]
-    if expression.function == "count":
-        return len(elements) if isinstance(elements, list) else sum(v is not None for v in values)
-    values = [v for v in values if v is not None]
+    return _fold(expression.function, [v for v in values if v is not None])
+
+
+def _fold(function: str, values: list[Value]) -> Any:
+    """``$sum``, ``$avg``, ``$min`` or ``$max`` of the numbers ``values``, typed as MongoDB types them."""
+    if function in ("min", "max"):
+        if not values:
+            return None
+        pick = min if function == "min" else max
+        return _bson(pick(values))  # the first of equal values, as $min and $max keep it
     if any(isinstance(v, decimal.Decimal) for v in values):
-        return _fold_decimals(expression.function, [_decimal(v) for v in values])
-    if expression.function == "sum":
-        return round(sum(values), 10) if values else 0
-    if not values:
-        return None
-    if expression.function == "avg":
-        return sum(values) / len(values)
-    return min(values) if expression.function == "min" else max(values)
+        with decimal.localcontext(_DECIMAL128):
+            total = sum((_decimal(v) for v in values), decimal.Decimal(0))
+            return Decimal128(total / len(values) if function == "avg" else total)
+    if function == "avg":
+        return _compensated_sum(values) / len(values) if values else None
+    if all(isinstance(v, int) for v in values):
+        total = sum(values)
+        if -_INT64 <= total < _INT64:
+            return _integer(total, any(isinstance(v, Int64) for v in values))
+    return _compensated_sum(values)
 
 
-def _fold_decimals(function: str | None, values: list[decimal.Decimal]) -> Decimal128:
-    """sum, avg, min, max (or the single value) in decimal arithmetic, as a Decimal128."""
-    with decimal.localcontext(_DECIMAL128):
-        if function == "avg":
-            result = sum(values) / len(values)
-        elif function == "min":
-            result = min(values)
-        elif function == "max":
-            result = max(values)
-        else:
-            result = sum(values, decimal.Decimal(0))
-        return Decimal128(result)
+def _compensated_sum(values: list[Value]) -> float:
+    """The double ``$sum`` gives: a running sum with the rounding error of each addition carried in a
+    second double (2Sum after Fast2Sum), the running sum returned. It is not the correctly rounded sum
+    (``math.fsum``) and depends on the order: 1249.92 + 624.96 + 208.32 is 2083.2000000000003, the
+    other way round 2083.2, as mongod gives them."""
+    total = carried = plain = 0.0
+    for value in values:
+        parts = [float(value)]
+        if isinstance(value, Int64) or (isinstance(value, int) and not -_INT32 <= value < _INT32):
+            # A long is added as two doubles that hold it exactly: what is below 2**32, then the rest.
+            high = (abs(value) >> 32 << 32) * (1 if value >= 0 else -1)
+            parts = [float(value - high), float(high)]
+        for x in parts:
+            plain += x  # kept for a sum that the compensation turns into NaN (infinities)
+            s = x + carried  # Fast2Sum: the carried error is the smaller
+            x, carried = s, carried - (s - x)
+            s = total + x  # 2Sum: either may be the larger
+            back = s - x
+            x = (total - back) + (x - (s - back))
+            total = s
+            carried += x
+    return plain if math.isnan(total) else total
+
+
+def _bson(value: Value | None) -> Any:
+    if isinstance(value, decimal.Decimal):
+        with decimal.localcontext(_DECIMAL128):
+            return Decimal128(value)
+    return value
+
+
+# -- the same value computed by a server ------------------------------------------------------------
+
+_ELEMENT = "element"  # the variable an array's element is bound to while the function folds it
+
+
+def aggregation(expression: Expression) -> Any:
+    """An aggregation expression giving what :func:`evaluate` gives, for an update pipeline's ``$set``.
+
+    Operators: ``$isNumber`` (MongoDB 4.4), ``$let``, ``$switch``, ``$cond``, ``$map``, ``$filter``,
+    ``$isArray``, ``$anyElementTrue``, ``$toDecimal``, ``$type``, ``$size`` and the arithmetic and
+    accumulator operators: all in MongoDB 5.0."""
+    body, function = expression.body, expression.function
+    if function is None:
+        return _render(body, "$")
+    prefix = expression.array_prefix()
+    if function == "count":
+        single = {"$cond": [{"$eq": [_render(body, "$"), None]}, 0, 1]}
+        array = f"${body.path}" if isinstance(body, Path) else f"${prefix}" if prefix else None
+        return {"$cond": [{"$isArray": array}, {"$size": array}, single]} if array else single
+    single_fold = _render_fold(function, [_render(body, "$")])
+    if prefix is None:
+        return single_fold
+    objects = {
+        "$filter": {"input": f"${prefix}", "as": _ELEMENT, "cond": {"$eq": [{"$type": f"$${_ELEMENT}"}, "object"]}}
+    }
+    each = {"$map": {"input": objects, "as": _ELEMENT, "in": _render(strip_prefix(body, prefix), f"$${_ELEMENT}.")}}
+    return {"$cond": [{"$isArray": f"${prefix}"}, _render_fold(function, each), single_fold]}
+
+
+def _render_fold(function: str, values: Any) -> Any:
+    """The fold of the array ``values`` (numbers and nulls); with a Decimal128 among them, every value is
+    converted by ``$toDecimal`` first, as :func:`_fold` converts them."""
+    operator = f"${function}"
+    if function in ("min", "max"):
+        return {operator: values}
+    decimals = {"$map": {"input": "$$values", "in": {"$toDecimal": "$$this"}}}
+    has_decimal = {
+        "$anyElementTrue": [{"$map": {"input": "$$values", "in": {"$eq": [{"$type": "$$this"}, "decimal"]}}}]
+    }
+    return {
+        "$let": {
+            "vars": {"values": values},
+            "in": {"$cond": [has_decimal, {operator: decimals}, {operator: "$$values"}]},
+        }
+    }
+
+
+_OPERATORS = {"+": "$add", "-": "$subtract", "*": "$multiply", "/": "$divide"}
+
+
+def _render(node: Any, prefix: str) -> Any:
+    if isinstance(node, Number):
+        return node.value
+    if isinstance(node, Path):
+        # A finite number, or null: NaN sorts below every number and the infinities are not strictly inside.
+        ref = f"{prefix}{node.path}"
+        finite = {"$and": [{"$isNumber": ref}, {"$gt": [ref, -math.inf]}, {"$lt": [ref, math.inf]}]}
+        return {"$cond": [finite, ref, None]}
+    operator = _OPERATORS[node.op]
+    null = [{"$eq": ["$$left", None]}, {"$eq": ["$$right", None]}]
+    if node.op == "/":
+        null.append({"$eq": ["$$right", 0]})
+    decimal_operand = {"$in": ["decimal", [{"$type": "$$left"}, {"$type": "$$right"}]]}
+    return {
+        "$let": {
+            "vars": {"left": _render(node.left, prefix), "right": _render(node.right, prefix)},
+            "in": {
+                "$switch": {
+                    "branches": [
+                        {"case": {"$or": null}, "then": None},
+                        {
+                            "case": decimal_operand,
+                            "then": {operator: [{"$toDecimal": "$$left"}, {"$toDecimal": "$$right"}]},
+                        },
+                    ],
+                    "default": {operator: ["$$left", "$$right"]},
+                }
+            },
+        }
+    }

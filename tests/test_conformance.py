@@ -176,6 +176,52 @@ def test_sum_of_an_expression_in_project(mongo):
     assert row["s"] == 6
 
 
+@pytest.mark.server_only("mongomock has no $toDecimal")
+def test_a_double_converted_to_decimal_keeps_15_digits(mongo):
+    """MongoDB's documentation of ``$toDecimal``: 2.5 becomes Decimal128("2.50000000000000")."""
+    mongo.db.kept.insert_one({"_id": 1})
+    [row] = mongo.db.kept.aggregate([{"$project": {"d": {"$toDecimal": 2.5}}}])
+    assert str(row["d"]) == "2.50000000000000"
+
+
+# Sums of doubles as mongod 8.0 returned them: a compensated running sum, not a plain one (which gives
+# 12820.760000000002, 1025.5700000000002 and 68202.95999999999) nor the correctly rounded one.
+COMPENSATED_SUMS = [
+    ([1022.68, 2045.36, 4090.72, 2045.36, 2045.36, 1571.28], 12820.759999999998),
+    ([120.19, 624.96, 120.19, 160.23], 1025.57),
+    ([2499.84, 833.28, 20790, 20790, 20790, 2499.84], 68202.96),
+    ([1249.92, 624.96, 208.32], 2083.2000000000003),
+]
+
+
+@pytest.mark.server_only("mongomock's $sum of an expression inside $project is 0")
+@pytest.mark.diverges("secantusdb", "$project {s: {$sum: [120.19, 624.96, 120.19, 160.23]}}: 1025.5700000000002")
+def test_a_sum_of_doubles_compensates_its_rounding(mongo):
+    mongo.db.kept.insert_one({"_id": 1})
+    for values, total in COMPENSATED_SUMS:
+        [row] = mongo.db.kept.aggregate([{"$project": {"s": {"$sum": values}, "a": {"$avg": values}}}])
+        assert (row["s"], row["a"]) == (total, total / len(values))
+
+
+@pytest.mark.server_only("mongomock's $sum of an expression inside $project is 0")
+@pytest.mark.diverges("secantusdb", "$project {s: {$sum: [Int64(2**62), Int64(2**62)]}}: 'internal server error'")
+def test_a_sum_of_longs_that_overflows_is_a_double(mongo):
+    mongo.db.kept.insert_one({"_id": 1, "a": [bson.Int64(2**62), bson.Int64(2**62)]})
+    [row] = mongo.db.kept.aggregate([{"$project": {"s": {"$sum": "$a"}}}])
+    assert row["s"] == 2.0**63 and isinstance(row["s"], float)
+
+
+@pytest.mark.server_only("mongomock computes no Decimal128 arithmetic")
+@pytest.mark.diverges("secantusdb", "$subtract [Decimal128('1.10'), Decimal128('1E+308')]: rounded to 28 digits")
+def test_decimal_arithmetic_keeps_34_digits(mongo):
+    """Decimal128 is IEEE 754-2008's decimal128: 34 significant digits, in $subtract as in $add."""
+    mongo.db.kept.insert_one({"_id": 1})
+    operands = [bson.Decimal128("1.10"), bson.Decimal128("1E+308")]
+    [row] = mongo.db.kept.aggregate([{"$project": {"d": {"$subtract": operands}, "a": {"$add": operands}}}])
+    assert str(row["a"]) == "1.000000000000000000000000000000000E+308"
+    assert str(row["d"]) == "-1.000000000000000000000000000000000E+308"
+
+
 @pytest.mark.diverges("secantusdb", "$indexStats on a new collection: accesses.since is None, not the time stats began")
 def test_index_stats_say_since_when(mongo):
     if not mongo.real:

@@ -30,9 +30,21 @@ STEPS: dict[str, dict[str, Any]] = {
     "polymorphic_default": {"type_field": "kind", "rules": [{"when_has": "fee", "type": "paid"}], "default": "x"},
     "approximation": {"field": "likes", "factor": 10},
     "document_versioning": {"history_collection": "items_history", "version_field": "rev"},
+    "computed": {"field": "total", "expression": "sum(lines.price * lines.qty)"},
+    "computed_arithmetic": {"field": "t", "expression": "(price + fee) * qty / 4 - fee"},
+    "computed_average": {"field": "t", "expression": "avg(lines.price / lines.qty + fee)"},
+    "computed_maximum": {"field": "t", "expression": "max(lines.price)"},
+    "computed_minimum": {"field": "t", "expression": "min(lines.qty - lines.price)"},
+    "computed_count": {"field": "n", "expression": "count(lines)"},
+    "computed_count_values": {"field": "n", "expression": "count(lines.price * 2)"},
 }
 STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_field",
-             "polymorphic_default": "polymorphic"}  # fmt: skip
+             "polymorphic_default": "polymorphic", **{f"computed_{c}": "computed" for c in
+             ("arithmetic", "average", "maximum", "minimum", "count", "count_values")}}  # fmt: skip
+# Numbers of every BSON type and the values that are none: what computed's arithmetic meets in real data.
+NUMBERS = [3, 2.5, 0.1, 0.2, 0.3, -0.0, bson.Int64(7), bson.Int64(2**62), 2**31 - 1, 1e308,
+           bson.Decimal128("1.10"), bson.Decimal128("-3E+2"), bson.Decimal128("NaN"), float("nan"),
+           float("inf"), None, "x", True, [1, 2], {"n": 1}]  # fmt: skip
 
 
 def documents(count: int, seed: int = 1) -> list[dict[str, Any]]:
@@ -52,6 +64,15 @@ def documents(count: int, seed: int = 1) -> list[dict[str, Any]]:
         ):
             if rng.random() < 0.75:
                 doc[name] = make()
+        lines = random.Random(seed * 100_003 + i)  # apart from rng: the fields above stay what they were
+        shape = lines.random()
+        if shape < 0.7:
+            doc["lines"] = [
+                {"price": lines.choice(NUMBERS), "qty": lines.choice(NUMBERS[:12])} if lines.random() < 0.9 else 5
+                for _ in range(lines.randrange(5))
+            ]
+        elif shape < 0.85:
+            doc["lines"] = {"price": lines.choice(NUMBERS), "qty": lines.choice(NUMBERS)}
         found.append(doc)
     return found
 
@@ -73,8 +94,14 @@ def step_state(db: Any) -> dict[str, Any]:
     return db.mongopat_changelog.find_one({"_id": "0001_step"})["steps"][0]
 
 
+# The data meets SecantusDB's Decimal128 $subtract, which keeps 28 digits (test_conformance.py).
+SUBTRACT_28 = pytest.mark.diverges("secantusdb", "$subtract [Decimal128('1.10'), Decimal128('1E+308')]: 28 digits")
+
+
 @pytest.mark.server_only("the server computes the transform")
-@pytest.mark.parametrize("case", sorted(STEPS))
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=SUBTRACT_28) if c == "computed_minimum" else c for c in sorted(STEPS)]
+)
 def test_the_server_writes_the_bytes_the_client_side_transform_writes(mongo, tmp_path, case):
     client_db, server_db = mongo.client[mongo.db_name + "_c"], mongo.db
     try:
@@ -257,9 +284,8 @@ def test_a_document_deleted_before_its_rewrite_leaves_no_side_document(mongo, tm
     ("spec", "why"),
     [
         ({"step": "set_field", "field": "a.b", "value": 1}, "needs Python"),
-        # A double meets a Decimal128 in mongopat's arithmetic by its shortest representation, in the
-        # server's by 15 digits: the two would store different bytes, so computed stays in Python.
-        ({"step": "computed", "field": "t", "expression": "price * qty"}, "needs Python"),
+        # A field inside a sub-document: $set would write it through an array where Python sees none.
+        ({"step": "computed", "field": "a.t", "expression": "price * qty"}, "needs Python"),
         ({"step": "set_field", "field": "flag", "value": 1, "mixed_ids": True}, "several BSON types"),
     ],
 )

@@ -234,11 +234,11 @@ def test_shapes_after_up(mongo, tmp_path):
     assert not [name for name in db.list_collection_names() if name.startswith("mongopat_orig")]
 
 
-def _final_state_without_faults(mongo, tmp_path, steps):
+def _final_state_without_faults(mongo, tmp_path, steps, **options):
     db = mongo.client[mongo.db_name + "_ref"]
     load(db)
     write(tmp_path / "ref", "0001_m", *steps)
-    runner(db, tmp_path / "ref").up()
+    runner(db, tmp_path / "ref", **options).up()
     state = snapshot(db)
     mongo.client.drop_database(mongo.db_name + "_ref")
     return state

@@ -25,7 +25,6 @@ from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
 from mongopat.migrate.server.runner import Runner
-from mongopat.migrate.steps import build_step
 from tests.conftest import write_bson_dump
 from tests.server_process import wait_for
 from tests.test_migrate_runtime import STEPS as RUNTIME_STEPS
@@ -37,6 +36,7 @@ from tests.test_online import (
     migrated_fields_gone,
     setup,
     with_writer_thread,
+    writer_cases,
 )
 
 runner = CliRunner()
@@ -46,26 +46,8 @@ PROCESSES = "mongomock lives inside one process: a second process cannot reach i
 
 # SecantusDB runs $merge's whenMatched pipeline as a read, then a delete and an insert: a write landing in
 # between is lost (tests/test_conformance.py, test_merge_updates_each_document_atomically).
-MERGE_NOT_ATOMIC = "$merge whenMatched beside a second client's $inc: increments lost (in some runs)"
-
-
-def writer_cases() -> list[Any]:
-    """Each step; a step the server computes itself (``$merge``) also forced to the client side, so that
-    where the test engine's ``$merge`` fails the guarantee the client-side path is still checked."""
-    cases = []
-    for name in sorted(STEPS):
-        spec = {"step": name, "collection": "orders", **STEPS[name]}
-        if OPERATIONS[name].server_stages(build_step(spec)) is None:
-            cases.append(pytest.param(name, False, id=name))
-            continue
-        diverges = pytest.mark.diverges("secantusdb", MERGE_NOT_ATOMIC, sometimes=True)
-        cases.append(pytest.param(name, False, id=f"{name}-in-server", marks=diverges))
-        cases.append(pytest.param(name, True, id=f"{name}-client-side"))
-    return cases
-
-
 @pytest.mark.server_only(THREADS)
-@pytest.mark.parametrize(("name", "client_side"), writer_cases())
+@pytest.mark.parametrize(("name", "client_side"), writer_cases(sorted(STEPS)))
 def test_a_writer_on_its_own_connection_during_up_and_down(mongo, tmp_path, name, client_side):
     """The application writes from another client, at its own pace, while ``up`` and then ``down`` run."""
     db = mongo.db

@@ -28,6 +28,7 @@ from mongopat.migrate.script import load_folder
 from mongopat.migrate.server.runner import Runner
 from tests.server_process import wait_for
 from tests.test_migrate_runtime import STEPS, load, snapshot, write
+from tests.test_online import writer_cases
 
 PROCESS = "faults are done to a server process"
 
@@ -166,7 +167,9 @@ class CuttingProxy:
         self.cut()
 
 
-def _up_through_cuts(db: Any, folder: Any, proxy: CuttingProxy, batch_size: int = 10) -> list[str]:
+def _up_through_cuts(
+    db: Any, folder: Any, proxy: CuttingProxy, batch_size: int = 10, client_side: bool = False
+) -> list[str]:
     """``up`` through ``proxy``, which cuts every connection after some batches, three times over; a run
     that stops is followed by another, as an operator would (the dead run's lease expired)."""
     import pymongo
@@ -181,7 +184,8 @@ def _up_through_cuts(db: Any, folder: Any, proxy: CuttingProxy, batch_size: int 
     outcomes = []
     for _attempt in range(6):
         try:
-            Runner(db, load_folder(folder), RunOptions(batch_size=batch_size, on_batch=cut_now_and_then)).up()
+            options = RunOptions(batch_size=batch_size, on_batch=cut_now_and_then, client_side=client_side)
+            Runner(db, load_folder(folder), options).up()
             outcomes.append("done")
             break
         except (OperationFailed, pymongo.errors.PyMongoError) as exc:
@@ -217,8 +221,8 @@ def test_connections_cut_mid_batch_then_the_run_resumes(mongo, tmp_path, name):
 
 
 @pytest.mark.server_only(PROCESS)
-@pytest.mark.parametrize("name", ["computed", "outlier", "attribute"])
-def test_connections_cut_while_the_application_writes_keep_every_acknowledged_write(mongo, tmp_path, name):
+@pytest.mark.parametrize(("name", "client_side"), writer_cases(["computed", "outlier", "attribute"]))
+def test_connections_cut_while_the_application_writes_keep_every_acknowledged_write(mongo, tmp_path, name, client_side):
     """The same cuts while an application writes on a connection of its own (not through the proxy)."""
     import pymongo
 
@@ -231,7 +235,8 @@ def test_connections_cut_while_the_application_writes_keep_every_acknowledged_wr
     try:
         with mongo.new_client() as other:
             app = Application(other[mongo.db_name].orders, 31)
-            with_writer_thread(app, lambda: _up_through_cuts(client[mongo.db_name], folder, proxy, batch_size=5))
+            target = client[mongo.db_name]
+            with_writer_thread(app, lambda: _up_through_cuts(target, folder, proxy, 5, client_side))
             app.enabled = False
     finally:
         client.close()

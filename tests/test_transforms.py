@@ -44,10 +44,12 @@ def test_computed_on_decimal_prices_is_decimal_as_in_mongodb():
     items = [{"price": Decimal128("57.55"), "quantity": 2}, {"price": Decimal128("0.10"), "quantity": 3}]
     total = run({"_id": 1, "items": items}, "computed", field="t", expression="sum(items.price * items.quantity)")
     assert total.document["t"] == Decimal128("115.40")
-    mixed = [{"price": Decimal128("1.25"), "quantity": 2}, {"price": 0.1, "quantity": 1}]  # a double meets a decimal
+    # A double meets a decimal as $toDecimal converts it, at 15 significant digits (MongoDB's documentation:
+    # {$toDecimal: 2.5} is Decimal128("2.50000000000000")); the quantum of the sum shows it.
+    mixed = [{"price": Decimal128("1.25"), "quantity": 2}, {"price": 0.1, "quantity": 1}]
     assert run(
         {"_id": 2, "items": mixed}, "computed", field="t", expression="sum(items.price * items.quantity)"
-    ).document["t"] == Decimal128("2.60")
+    ).document["t"] == Decimal128("2.600000000000000")
     assert run({"_id": 3, "a": Decimal128("1.25")}, "computed", field="t", expression="a * 2").document[
         "t"
     ] == Decimal128("2.50")

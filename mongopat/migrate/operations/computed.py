@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from mongopat.expressions import ExpressionError, evaluate, parse
+from mongopat.expressions import ExpressionError, aggregation, evaluate, parse
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
-from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType
+from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType, top_level
 from mongopat.migrate.transform_api import Context, Document, Result, set_path
 
 if TYPE_CHECKING:
@@ -91,6 +91,11 @@ class Operation(AddsFields):
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         set_path(doc, step.params["field"], evaluate(parse(step.params["expression"]), doc))
         return Result(doc)
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        # The rendered expression gives the BSON value evaluate() gives (tests/test_computed_in_server.py).
+        field = step.params["field"]
+        return [{"$set": {field: aggregation(parse(step.params["expression"]))}}] if top_level(field) else None
 
     def check(self, params: dict[str, Any]) -> None:
         try:
