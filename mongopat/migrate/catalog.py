@@ -46,6 +46,20 @@ class Catalog:
         """Create the index ``spec`` (``key`` and options; no ``name``: the backend's default); its name."""
         raise NotImplementedError
 
+    #: Where an index the step wants was looked for, in what ``verify`` says of a missing one.
+    INDEXES_KEPT_IN = ""
+
+    def missing_indexes(self, wanted: list[tuple[str, Any]]) -> list[str]:
+        """What ``verify`` says of each index in ``wanted`` (collection, keys: a step module's ``indexes()``)
+        that its collection lacks: none of its indexes has those keys, or the name they give."""
+        problems = []
+        for collection, keys in wanted:
+            key, name = list(dict(keys).items()), index_name(dict(keys))
+            have = self.indexes(collection)
+            if not any(spec.get("name") == name or list(dict(spec.get("key") or {}).items()) == key for spec in have):
+                problems.append(f"{collection}: index {name} missing{self.INDEXES_KEPT_IN}")
+        return problems
+
     def drop_index(self, collection: str, name: str) -> None:
         raise NotImplementedError
 

@@ -32,6 +32,8 @@ def write_durably(path: Path, temporary: Path, data: bytes) -> None:
 
 
 class DumpFolderCatalog(Catalog):
+    INDEXES_KEPT_IN = " from its metadata"  # where mongorestore finds them
+
     def __init__(
         self,
         files: DumpFolder,

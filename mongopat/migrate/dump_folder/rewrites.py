@@ -188,10 +188,7 @@ class FileRewrites(DumpSteps):
         problems.extend(self.problems(step, stats, before, measured, after))
         if "indexes" in stats:  # an earlier mongopat wrote no indexes into the metadata
             catalog = runner.catalog(migration_id, index, step, state)
-            for collection, keys in STEP_OPERATIONS[step.name].indexes(step):
-                name = index_name(dict(keys))
-                if not any(spec.get("name") == name for spec in catalog.indexes(collection)):
-                    problems.append(f"{collection}: index {name} missing from its metadata")
+            problems.extend(catalog.missing_indexes(STEP_OPERATIONS[step.name].indexes(step)))
         return problems
 
     # -- down ------------------------------------------------------------------------------------

@@ -66,7 +66,9 @@ class BucketSteps(ServerSteps):
     def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
         stats = state.get("stats") or {}
         if not self._rebuilt_beside(migration_id, index):
-            return self.missing_indexes(step, state) + self._verify_buckets(migration_id, index, step, stats)
+            return self.missing_indexes(migration_id, index, step, state) + self._verify_buckets(
+                migration_id, index, step, stats
+            )
         source_count = self.db[original_name(migration_id, index)].count_documents({})
         in_buckets = {"count": {"$exists": True}, "readings": {"$exists": True}}
         total = sum(b.get("count", 0) for b in self.db[step.collection].find(in_buckets, {"count": 1}))

@@ -335,7 +335,7 @@ class DocumentSteps(InServerSteps, ServerSteps):
     def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
         # The application may insert and delete documents: counts before and after say nothing. What must
         # hold is that every document transformed kept its original for down.
-        problems = self.missing_indexes(step, state)
+        problems = self.missing_indexes(migration_id, index, step, state)
         backed = self.db[BACKUP].count_documents({"_id.m": migration_id, "_id.s": index})
         transformed = (state.get("stats") or {}).get("transformed", 0)
         if backed < transformed:

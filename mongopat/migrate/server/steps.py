@@ -123,18 +123,12 @@ class ServerSteps(KindRunner):
                 with contextlib.suppress(OperationFailure, KeyError, ValueError):
                     self.db[collection].drop_index(list(dict(keys).items()))
 
-    def missing_indexes(self, step: Step, state: dict[str, Any]) -> list[str]:
+    def missing_indexes(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
         """The step's indexes (``indexes()`` of its module) that its collections lack; none asked of a
         stamped step, whose data was put in shape by someone else."""
         if (state.get("stats") or {}).get("stamped"):
             return []
-        problems = []
-        for collection, keys in STEP_OPERATIONS[step.name].indexes(step):
-            wanted = list(dict(keys).items())
-            have = [list(dict(spec["key"]).items()) for spec in self.db[collection].list_indexes()]
-            if wanted not in have:
-                problems.append(f"{collection}: index {index_name(dict(keys))} missing")
-        return problems
+        return self.runner.catalog(migration_id, index, state).missing_indexes(STEP_OPERATIONS[step.name].indexes(step))
 
     # -- what only a server has: an application writing the old shape after up --------------------
 
