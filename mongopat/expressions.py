@@ -15,8 +15,8 @@ are evaluated per element of that array, and the function folds the per-element 
 The arithmetic is MongoDB's: an int32 result that overflows becomes a long, a long that overflows a
 double; a long operand keeps the result a long; ``/`` gives a double; a Decimal128 operand makes the
 result a Decimal128, computed in decimal, with a double converted as ``$toDecimal`` converts it (15
-significant digits: 2.5 is ``2.50000000000000``); ``sum`` and ``avg`` of doubles are correctly rounded
-(``$sum`` compensates its rounding errors), and ``min`` and ``max`` give the value itself. Where MongoDB
+significant digits: 2.5 is ``2.50000000000000``); ``sum`` and ``avg`` of doubles carry each addition's
+rounding error as mongod's ``$sum`` does, and ``min`` and ``max`` give the value itself. Where MongoDB
 would fail the whole update, a value is null instead: an operand that is not a finite number (missing,
 null, a string, NaN...) and a division by zero.
 """
