@@ -274,7 +274,7 @@ def _fold(function: str, values: list[Value]) -> Any:
     if any(isinstance(v, decimal.Decimal) for v in values):
         with decimal.localcontext(_DECIMAL128):
             total = sum((_decimal(v) for v in values), decimal.Decimal(0))
-            return Decimal128(total / len(values) if function == "avg" else total)
+            return _bson(total / len(values) if function == "avg" else total)
     if function == "avg":
         return _compensated_sum(values) / len(values) if values else None
     if all(isinstance(v, int) for v in values):

@@ -311,6 +311,8 @@ def with_writer_thread(app: Any, action: Callable[[], Any]) -> None:
         thread.join()
 
 
+# SecantusDB runs $merge's whenMatched pipeline as a read, then a delete and an insert: a write landing in
+# between is lost (tests/test_conformance.py, test_merge_updates_each_document_atomically).
 MERGE_NOT_ATOMIC = "$merge whenMatched beside a second client's $inc: increments lost (in some runs)"
 
 

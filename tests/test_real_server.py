@@ -44,8 +44,6 @@ THREADS = "mongomock is not thread-safe: the writer must run on a connection of 
 PROCESSES = "mongomock lives inside one process: a second process cannot reach its data"
 
 
-# SecantusDB runs $merge's whenMatched pipeline as a read, then a delete and an insert: a write landing in
-# between is lost (tests/test_conformance.py, test_merge_updates_each_document_atomically).
 @pytest.mark.server_only(THREADS)
 @pytest.mark.parametrize(("name", "client_side"), writer_cases(sorted(STEPS)))
 def test_a_writer_on_its_own_connection_during_up_and_down(mongo, tmp_path, name, client_side):

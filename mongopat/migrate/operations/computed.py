@@ -93,7 +93,7 @@ class Operation(AddsFields):
         return Result(doc)
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
-        # The rendered expression gives the BSON value evaluate() gives (tests/test_computed_in_server.py).
+        # The rendered expression gives the BSON value evaluate() gives (tests/test_expressions.py).
         field = step.params["field"]
         return [{"$set": {field: aggregation(parse(step.params["expression"]))}}] if top_level(field) else None
 
