@@ -278,3 +278,55 @@ def test_status_reports_readings_inserted_after_up_and_up_moves_them(mongo, tmp_
     assert result["state"] == "caught-up" and result["read"] == 4
     assert Runner(db, load_folder(folder)).status()[0]["pending_documents"] == 0
     assert sorted(every_reading(db)) == [*range(60), 500, 501, 502, 503]
+
+
+def _buckets_by_id(documents: Any) -> tuple[dict[Any, Any], list[Any]]:
+    """Buckets as (series, window, sequence) -> (count, reading _ids in order, min, max), and the documents
+    that are no bucket."""
+    buckets, others = {}, []
+    for doc in documents:
+        if "readings" not in doc:
+            others.append(doc)
+            continue
+        ident = doc["_id"]
+        buckets[(ident["s"], ident["w"], ident["n"])] = (
+            doc["count"], [r["_id"] for r in doc["readings"]], doc.get("min") or {}, doc.get("max") or {},
+            doc["start"], doc["end"],
+        )  # fmt: skip
+    return buckets, others
+
+
+@pytest.mark.parametrize("batch_size", [5, 40])
+def test_every_backend_places_each_reading_in_the_same_bucket(mongo, tmp_path, batch_size):
+    """One rule places readings (``BucketFill``) whatever keeps the buckets: upserts on a server, decoded
+    documents of a BSON dump, the lines of a mongoexport file. Small buckets, many fill up mid-batch."""
+    import bson
+    from bson import json_util
+
+    from mongopat.migrate.dump_folder.runner import DumpRunner
+
+    rng = random.Random(batch_size)
+    spec = {**SPEC, "max_bucket_size": 4}
+    documents: list[dict[str, Any]] = [
+        {"_id": i, "sensor": f"s{rng.randint(0, 2)}", "ts": T0 + datetime.timedelta(seconds=rng.randint(0, 3600)),
+         "v": rng.choice([rng.randint(0, 100), rng.randint(0, 100) / 4, "n/a", None])}
+        for i in range(300)
+    ]  # fmt: skip
+    documents.append({"_id": 999, "sensor": "s0", "note": "no time: left as it is"})
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    (folder / "0001_bucket.yaml").write_text(render("0001_bucket", "bucket", [spec], "test"))
+    mongo.db.readings.insert_many([dict(d) for d in documents])
+    Runner(mongo.db, load_folder(folder), RunOptions(batch_size=batch_size)).up()
+    on_server = _buckets_by_id(mongo.db.readings.find())
+    assert sum(count for count, *_rest in on_server[0].values()) == 300
+    assert max(count for count, *_rest in on_server[0].values()) == 4
+    for fmt in ("bson", "json"):
+        data = tmp_path / fmt
+        data.mkdir()
+        if fmt == "bson":
+            (data / "readings.bson").write_bytes(b"".join(bson.encode(d) for d in documents))
+        else:
+            (data / "readings.json").write_text("".join(json_util.dumps(d) + "\n" for d in documents))
+        DumpRunner(data, load_folder(folder), RunOptions(batch_size=batch_size)).up()
+        assert _buckets_by_id(DumpRunner(data, []).files.read("readings")) == on_server, fmt

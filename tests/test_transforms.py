@@ -6,7 +6,7 @@ import datetime
 import pytest
 
 from mongopat.migrate.operations import transform
-from mongopat.migrate.operations.bucket import bucket_documents, unbucket
+from mongopat.migrate.operations.bucket import BucketFill, bucket_documents, unbucket
 from mongopat.migrate.operations.tree import TreeCycleError, ancestors_of
 from mongopat.migrate.steps import StepError, build_step
 from mongopat.migrate.transform_api import Context
@@ -154,6 +154,31 @@ def test_bucket_groups_by_series_and_window_and_loses_nothing():
     assert first["_id"] == {"s": "s0", "w": start, "n": 0} and first["min"]["v"] == 0 and first["max"]["v"] == 4
     restored = sorted((r for b in buckets for r in unbucket(b, spec)), key=lambda r: r["_id"])
     assert restored == readings
+
+
+def test_bucket_fill_places_readings_in_the_newest_bucket_with_room():
+    fill = BucketFill(3)
+    assert fill.place("a", 2) == [(0, 2)]
+    assert fill.place("a", 5) == [(0, 1), (1, 3), (2, 1)]  # a run of readings split as buckets fill
+    assert fill.place("b") == [(0, 1)]  # windows are independent
+    fill.full("a", 2)  # another writer filled bucket 2: the next readings start bucket 3
+    assert fill.place("a") == [(3, 1)]
+    fill.full("a", 1)  # an older bucket reported full changes nothing
+    assert fill.place("a") == [(3, 1)]
+
+
+def test_bucket_fill_seeds_from_storage_and_continues_closed_windows():
+    fill = BucketFill(10)
+    fill.seed(("s", 60), 0, 0)
+    fill.seed(("s", 60), 2, 9)
+    fill.seed(("s", 60), 1, 10)  # an older bucket read after a newer one: ignored
+    assert fill.place(("s", 60), 2) == [(2, 1), (3, 1)]
+    fill.place(("s", 120))
+    assert fill.close(100) == [("s", 60)]  # windows starting before 100
+    assert fill.place(("s", 60)) == [(4, 1)]  # a late reading: never into a bucket already written
+    assert sorted(fill.close(None)) == [("s", 60), ("s", 120)]
+    fill.forget()
+    assert fill.place(("s", 60)) == [(0, 1)]
 
 
 def test_bucket_ignores_replayed_readings():

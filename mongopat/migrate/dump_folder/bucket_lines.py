@@ -36,6 +36,7 @@ import orjson
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.dump_folder.file_parts import Part, plan_parts, run_parallel, start_without_ctrl_c
+from mongopat.migrate.operations.bucket import BucketFill
 from mongopat.sources.dump import _json_records, _open, json_problem, partition_file
 from mongopat.sources.extjson import ExtendedJSONError, decode_value, decode_wrapper, to_extended
 
@@ -315,17 +316,18 @@ class _Bucket:
 class BucketMerger:
     """Turns chunk groups, taken in file order, into bucket documents written through ``write``.
 
-    A bucket holds one series' readings of one window, ``capacity`` at most: when it is full the next
-    reading opens the next sequence number (``_id.n``). Every :data:`CLOSE_EVERY_LINES` lines, windows
-    more than two windows behind the newest are written out, so memory holds the open windows only
-    (plus the last sequence number of every bucket key written, for readings that arrive late).
+    Which bucket a group's readings go to is the bucket step's :class:`BucketFill`, as on every backend:
+    a group that does not fit in its window's open bucket is split across the next sequences. Every
+    :data:`CLOSE_EVERY_LINES` lines, windows more than two windows behind the newest are written out, so
+    memory holds the open windows only (plus the last sequence number of every window closed, for
+    readings that arrive late).
     """
 
     def __init__(self, spec: BucketSpec, write: Callable[[bytes], None]) -> None:
         self.spec = spec
         self._write = write
+        self.fill = BucketFill(spec.capacity)
         self.open: dict[tuple[Any, float], _Bucket] = {}
-        self.last_sequence: dict[tuple[Any, float], int] = {}
         self.newest: float | None = None
         self.read = self.passthrough = self.written = 0
 
@@ -343,35 +345,33 @@ class BucketMerger:
 
     def _add(self, group: Group) -> None:
         key = (series_key_of(group.series), group.start)
-        bucket = self.open.get(key)
-        if bucket is None:
-            bucket = self.open[key] = self._new(group.series, group.start, self.last_sequence.get(key, -1) + 1)
-        if bucket.count + group.count <= self.spec.capacity:
-            bucket.take(group.count, group.readings, group.low, group.high)
+        spread = self.fill.place(key, group.count)
+        if len(spread) == 1:
+            self._bucket(key, group, spread[0][0]).take(group.count, group.readings, group.low, group.high)
         else:
-            self._overflow(key, bucket, group)
+            # Split across buckets: reading by reading, each measured on its own.
+            readings = iter(orjson.loads(b"[" + group.readings + b"]"))
+            for sequence, taken in spread:
+                bucket = self._bucket(key, group, sequence)
+                for reading in islice(readings, taken):
+                    single = _group(group.series, group.start, [reading], self.spec)
+                    bucket.take(1, single.readings, single.low, single.high)
         if self.newest is None or group.start > self.newest:
             self.newest = group.start
 
-    def _overflow(self, key: tuple[Any, float], bucket: _Bucket, group: Group) -> None:
-        """Reading by reading: this group fills the open bucket and goes on in the next sequences."""
-        for reading in orjson.loads(b"[" + group.readings + b"]"):
-            if bucket.count >= self.spec.capacity:
+    def _bucket(self, key: tuple[Any, float], group: Group, sequence: int) -> _Bucket:
+        """The open bucket ``sequence`` of the window; the one it follows is written out."""
+        bucket = self.open.get(key)
+        if bucket is None or bucket.sequence != sequence:
+            if bucket is not None:
                 self._emit(bucket)
-                bucket = self.open[key] = self._new(group.series, group.start, bucket.sequence + 1)
-            single = _group(group.series, group.start, [reading], self.spec)
-            bucket.take(1, single.readings, single.low, single.high)
-
-    def _new(self, series: Any, start: float, sequence: int) -> _Bucket:
-        return _Bucket(series, start, sequence, len(self.spec.measurements))
+            bucket = self.open[key] = _Bucket(group.series, group.start, sequence, len(self.spec.measurements))
+        return bucket
 
     def close(self, older_than: float | None) -> None:
         """Write out the buckets of windows that start before ``older_than`` (all of them with None)."""
-        for key in [k for k in self.open if older_than is None or k[1] < older_than]:
-            bucket = self.open.pop(key)
-            if bucket.count:
-                self._emit(bucket)
-            self.last_sequence[key] = bucket.sequence
+        for key in self.fill.close(older_than):
+            self._emit(self.open.pop(key))
 
     def _emit(self, bucket: _Bucket) -> None:
         spec = self.spec

@@ -9,14 +9,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mongopat.migrate.dump_folder.bucket_lines import BucketSpec, Tally, bucket_file, tally_buckets
+from mongopat.migrate.dump_folder.bucket_lines import CLOSE_EVERY_LINES, BucketSpec, Tally, bucket_file, tally_buckets
 from mongopat.migrate.dump_folder.file_parts import run_parallel
 from mongopat.migrate.dump_folder.files import DocumentWriter, count_records, decoded_documents
 from mongopat.migrate.dump_folder.rewrites import FileRewrites
 from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.operations.bucket import pending as bucket_pending
 from mongopat.migrate.steps import Step
-from mongopat.migrate.transform_api import Document, hashable_key
+from mongopat.migrate.transform_api import Document
 from mongopat.sources.dump import JSON_SUFFIXES
 
 
@@ -75,47 +75,32 @@ class BucketFiles(FileRewrites):
         self, step: Step, documents: Iterator[Document], out: DocumentWriter, migration_id: str, index: int
     ) -> tuple[int, dict[str, Any]]:
         """Stream readings into buckets; buckets of windows well behind the newest are written out, so
-        memory holds the open windows only (plus one sequence number per written bucket key)."""
-        last_sequence: dict[Any, int] = {}
-
-        def load(series: Any, start: Any) -> Document | None:
-            sequence = last_sequence.get((hashable_key(series), start))
-            if sequence is None:
-                return None
-            stub = BucketBuilder(step)._new(series, start, sequence)
-            stub["count"] = step.params["max_bucket_size"]  # full: the next reading opens sequence + 1
-            return stub
-
-        builder = BucketBuilder(step, load)
+        memory holds the open windows only (plus one sequence number per window closed)."""
+        builder = BucketBuilder(step)
         newest = None
         read = passthrough = 0
         window = datetime.timedelta(seconds=step.params["window_seconds"])
 
-        def flush(older_than: Any) -> None:
-            for key in [k for k in builder.open if older_than is None or k[1] < older_than]:
-                bucket = builder.open.pop(key)
-                builder.ids.pop(key, None)
-                if bucket["count"] and bucket["readings"]:
-                    out.write(bucket)
-                last_sequence[key] = bucket["_id"]["n"]
+        def write_closed(older_than: Any) -> None:
+            for bucket in builder.close(older_than):
+                out.write(bucket)
 
         for doc in documents:
             bucket = builder.add(doc)
             read += 1
-            if builder.completed:
-                for full in builder.completed:
-                    out.write(full)
-                builder.completed.clear()
+            for full in builder.completed:
+                out.write(full)
+            builder.completed.clear()
             if bucket is None:
                 out.write(doc)
                 passthrough += 1
             elif newest is None or bucket["start"] > newest:
                 newest = bucket["start"]
-            if read % 10_000 == 0 and newest is not None:
-                flush(newest - 2 * window)
+            if read % CLOSE_EVERY_LINES == 0 and newest is not None:
+                write_closed(newest - 2 * window)
             if read % self.runner.options.batch_size == 0:
                 self.runner.hook(migration_id, index, read)
-        flush(None)
+        write_closed(None)
         return read, {"passthrough": passthrough}
 
     def _write_buckets_fast(

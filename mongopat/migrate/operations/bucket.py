@@ -12,7 +12,6 @@ deletes do.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
@@ -29,8 +28,9 @@ if TYPE_CHECKING:
 
 class Operation(StepOperation):
     plan_order = 4
-    """The step's type; what a run does is in the module's functions below (in place on a server) and in
-    :class:`BucketBuilder` (a dump folder's rebuilt file)."""
+    """The step's type. Which bucket a reading goes to is :class:`BucketFill`, whatever the backend; the
+    buckets are kept by the module's functions below (in place on a server), :class:`BucketBuilder`
+    (decoded documents) and ``dump_folder/bucket_lines.py`` (a mongoexport file's lines)."""
 
     type = StepType(
         "bucket",
@@ -292,31 +292,81 @@ def _epoch(value: Any) -> float | None:
     return None
 
 
-class BucketBuilder:
-    """Groups readings into buckets of one series and one time window, at most ``max_bucket_size`` each.
+class BucketFill:
+    """Which bucket of its window each reading goes to: the one rule every backend follows.
 
-    Buckets are identified by ``{s: series, w: window start, n: sequence}``; a bucket that is full is
-    continued in the next sequence number. Readings already in a bucket (same ``_id``) are not added
-    again, so replaying readings after a crash is harmless. ``load`` seeds a bucket from storage.
+    Readings of one window (a series and a window start: the ``key``) go into the newest bucket of that
+    window while it has room, then into the next sequence number (``_id.n``). A window closed (its buckets
+    written out and forgotten, so that memory stays bounded) that gets a late reading goes on in the
+    sequence after its last one, never into a bucket already written. Backends keep the buckets
+    themselves (documents in memory, serialized lines, upserts on a server); this keeps, per window, only
+    its newest sequence and how many readings that holds.
     """
 
-    def __init__(self, step: Step, load: Callable[[Any, datetime.datetime], Document | None] | None = None) -> None:
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.open: dict[Any, list[int]] = {}  # key -> [newest sequence, readings it holds]
+        self.closed: dict[Any, int] = {}  # key -> last sequence of a window closed
+
+    def seed(self, key: Any, sequence: int, readings: int) -> None:
+        """What storage holds already: a bucket ``sequence`` of ``readings`` (only a newer one counts)."""
+        known = self.open.get(key)
+        if known is None or sequence >= known[0]:
+            self.open[key] = [sequence, readings]
+
+    def place(self, key: Any, readings: int = 1) -> list[tuple[int, int]]:
+        """Where the next ``readings`` readings of window ``key`` go, in order: ``[(sequence, how many)]``,
+        more than one pair when they fill a bucket."""
+        known = self.open.get(key)
+        if known is None:
+            known = self.open[key] = [self.closed.pop(key, -1) + 1, 0]
+        spread = []
+        while readings > 0:
+            if known[1] >= self.capacity:
+                known[0], known[1] = known[0] + 1, 0
+            taken = min(readings, self.capacity - known[1])
+            known[1] += taken
+            readings -= taken
+            spread.append((known[0], taken))
+        return spread
+
+    def full(self, key: Any, sequence: int) -> None:
+        """Storage has no room in bucket ``sequence`` (another writer filled it): the next one is new."""
+        known = self.open[key]
+        if known[0] <= sequence:
+            known[0], known[1] = sequence + 1, 0
+
+    def close(self, older_than: Any) -> list[Any]:
+        """Close the windows that start before ``older_than`` (every one with None); returns their keys."""
+        keys = [key for key in self.open if older_than is None or key[1] < older_than]
+        for key in keys:
+            self.closed[key] = self.open.pop(key)[0]
+        return keys
+
+    def forget(self) -> None:
+        """Forget everything (a backend that can read it again from storage bounds its memory so)."""
+        self.open.clear()
+        self.closed.clear()
+
+
+class BucketBuilder:
+    """Bucket documents built in memory from decoded readings, placed by :class:`BucketFill`.
+
+    Readings already in their window's open bucket (same ``_id``) are not added again, so replaying
+    readings is harmless. Readings without a time or a series are kept in ``rejected``.
+    """
+
+    def __init__(self, step: Step) -> None:
         self.series_key = step.params["series_key"]
         self.time_field = step.params["time_field"]
         self.window = step.params["window_seconds"]
         self.measurements = step.params["measurements"] or []
-        self.capacity = step.params["max_bucket_size"]
-        self.load = load
+        self.fill = BucketFill(step.params["max_bucket_size"])
         self.open: dict[tuple[Any, datetime.datetime], Document] = {}
         self.ids: dict[tuple[Any, datetime.datetime], set[Any]] = {}
         self.rejected: list[Document] = []
         # Buckets that filled up and were replaced by their next sequence: the caller must write them.
         self.completed: list[Document] = []
-
-    def window_start(self, when: datetime.datetime) -> datetime.datetime:
-        seconds = _epoch(when)
-        assert seconds is not None
-        return _EPOCH + datetime.timedelta(seconds=seconds - seconds % self.window)
 
     def add(self, doc: Document) -> Document | None:
         """Add one reading; returns the bucket it went to (None when the reading has no time or series)."""
@@ -325,20 +375,16 @@ class BucketBuilder:
         if _epoch(when) is None or series is None:
             self.rejected.append(doc)
             return None
-        start = self.window_start(when)
+        start = _window_start(when, self.window)
         key = (hashable_key(series), start)
         bucket = self.open.get(key)
-        if bucket is None:
-            bucket = (self.load(series, start) if self.load else None) or self._new(series, start, 0)
-            self.open[key] = bucket
-            self.ids[key] = {reading.get("_id") for reading in bucket["readings"]}
-        if doc.get("_id") in self.ids[key]:
+        if bucket is not None and doc.get("_id") in self.ids[key]:
             return bucket
-        if bucket["count"] >= self.capacity:
-            if bucket["readings"]:
+        [(sequence, _one)] = self.fill.place(key)
+        if bucket is None or bucket["_id"]["n"] != sequence:
+            if bucket is not None:
                 self.completed.append(bucket)
-            bucket = self._new(series, start, bucket["_id"]["n"] + 1)
-            self.open[key] = bucket
+            bucket = self.open[key] = self._new(series, start, sequence)
             self.ids[key] = set()
         reading = dict(doc)
         del reading[self.series_key]
@@ -352,6 +398,14 @@ class BucketBuilder:
                 bucket["min"][name] = value if low is None else min(low, value)
                 bucket["max"][name] = value if high is None else max(high, value)
         return bucket
+
+    def close(self, older_than: datetime.datetime | None) -> list[Document]:
+        """The open buckets of windows that start before ``older_than`` (all with None), now closed."""
+        closed = []
+        for key in self.fill.close(older_than):
+            closed.append(self.open.pop(key))
+            self.ids.pop(key, None)
+        return closed
 
     def _new(self, series: Any, start: datetime.datetime, sequence: int) -> Document:
         return {
@@ -407,9 +461,13 @@ def buckets_filter() -> dict[str, Any]:
 
 
 def window_start(when: datetime.datetime, step: Step) -> datetime.datetime:
+    return _window_start(when, step.params["window_seconds"])
+
+
+def _window_start(when: datetime.datetime, width: int) -> datetime.datetime:
     seconds = _epoch(when)
     assert seconds is not None
-    return _EPOCH + datetime.timedelta(seconds=seconds - seconds % step.params["window_seconds"])
+    return _EPOCH + datetime.timedelta(seconds=seconds - seconds % width)
 
 
 def window_of(doc: Document, step: Step) -> tuple[Any, datetime.datetime]:

@@ -42,8 +42,8 @@ from mongopat.migrate.server.steps import ServerSteps
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Document
 
-# Known sequence and fill of the newest bucket per (series, window): buckets being filled are usually the
-# same from one batch to the next. Bounded: forgetting only costs a read.
+# Windows whose newest bucket (sequence and fill) the run keeps: buckets being filled are usually the same
+# from one batch to the next. Bounded: forgetting only costs a read.
 _SEQUENCE_CACHE = 10_000
 
 
@@ -61,7 +61,9 @@ class BucketSteps(ServerSteps):
         return None if self._rebuilt_beside(migration_id, index) else bucket.pending(step)
 
     def catch_up(self, migration_id: str, index: int, step: Step, state: dict[str, Any], outcome: StepOutcome) -> int:
-        return self._bucket_catch_up(migration_id, index, step, outcome, {})
+        return self._bucket_catch_up(
+            migration_id, index, step, outcome, bucket.BucketFill(step.params["max_bucket_size"])
+        )
 
     def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
         stats = state.get("stats") or {}
@@ -106,7 +108,7 @@ class BucketSteps(ServerSteps):
         # Reads of one series over a time range, in both shapes, during the transition and after.
         for _collection, keys in STEP_OPERATIONS[step.name].indexes(step):
             self.create_own_index(migration_id, index, step, keys, outcome.stats)
-        sequences: dict[Any, list[int]] = {}
+        fill = bucket.BucketFill(step.params["max_bucket_size"])
         where = bucket.pending(step)
         total = self.db[name].estimated_document_count()
         self.throttle.start(outcome.read)
@@ -114,23 +116,23 @@ class BucketSteps(ServerSteps):
         budget = (total or 0) // self.options.batch_size + 2
         for number, batch in enumerate(self.scan(name, last_id, has_last, where, budget)):
             last_id = decoded_id(batch[-1])
-            written = self._move_readings(migration_id, index, step, batch, outcome.stats, sequences, number == 0)
+            written = self._move_readings(migration_id, index, step, batch, outcome.stats, fill, number == 0)
             outcome.read += len(batch)
             outcome.written += written
             self._checkpoint(migration_id, index, outcome, len(batch), written, last_id, total)
-        self._bucket_catch_up(migration_id, index, step, outcome, sequences)
+        self._bucket_catch_up(migration_id, index, step, outcome, fill)
         outcome.stats["passthrough"] = (
             self.db[name].count_documents({"readings": {"$exists": False}}) - outcome.stats["pending_left"]
         )
         return outcome
 
     def _bucket_catch_up(
-        self, migration_id: str, index: int, step: Step, outcome: StepOutcome, sequences: dict[Any, list[int]]
+        self, migration_id: str, index: int, step: Step, outcome: StepOutcome, fill: bucket.BucketFill
     ) -> int:
         """Readings still pending after the scan (inserted behind it, or whose move lost a race)."""
 
         def apply(batch: list[Any]) -> tuple[Any, int]:
-            written = self._move_readings(migration_id, index, step, batch, outcome.stats, sequences, True)
+            written = self._move_readings(migration_id, index, step, batch, outcome.stats, fill, True)
             return decoded_id(batch[-1]), written
 
         return self.passes(migration_id, index, step, outcome, bucket.pending(step), "moved", apply)
@@ -142,7 +144,7 @@ class BucketSteps(ServerSteps):
         step: Step,
         batch: list[Any],
         stats: dict[str, Any],
-        sequences: dict[Any, list[int]],
+        fill: bucket.BucketFill,
         replay: bool,
     ) -> int:
         """Move a batch of readings into their buckets; returns the writes sent. ``replay``: an interrupted
@@ -169,7 +171,7 @@ class BucketSteps(ServerSteps):
                     for raw, doc in todo
                 ],
             )
-            placed = self._push(step, [doc for _raw, doc in todo], sequences)
+            placed = self._push(step, [doc for _raw, doc in todo], fill)
             written += len(todo)
             ids = [doc["_id"] for _raw, doc in todo]
             present = {_key(d["_id"]) for d in collection.find({"_id": {"$in": ids}}, {"_id": 1})}
@@ -197,28 +199,26 @@ class BucketSteps(ServerSteps):
             count(stats, "conflicts_unresolved", len(todo))  # pending still: the catch-up passes take them
         return written
 
-    def _push(
-        self, step: Step, readings: list[Document], sequences: dict[Any, list[int]]
-    ) -> dict[Any, tuple[Any, Any]]:
-        """Push readings into the newest bucket of their window that has room, one update per bucket;
-        returns, per reading (by :func:`_key` of its ``_id``), the pair (reading ``_id``, bucket ``_id``)."""
-        capacity = step.params["max_bucket_size"]
+    def _push(self, step: Step, readings: list[Document], fill: bucket.BucketFill) -> dict[Any, tuple[Any, Any]]:
+        """Push readings into the buckets :class:`~mongopat.migrate.operations.bucket.BucketFill` places
+        them in, one update per bucket; returns, per reading (by :func:`_key` of its ``_id``), the pair
+        (reading ``_id``, bucket ``_id``)."""
         window_of = {_key(doc["_id"]): bucket.window_of(doc, step) for doc in readings}
         key_of = {ident: _key(window) for ident, window in window_of.items()}
         windows = {key_of[ident]: window for ident, window in window_of.items()}
-        self._learn_sequences(step, [w for key, w in windows.items() if key not in sequences], sequences)
+        self._learn_sequences(step, [w for key, w in windows.items() if key not in fill.open], fill)
         placed: dict[Any, tuple[Any, Any]] = {}
         todo = readings
         while todo:
-            groups: dict[tuple[bytes, int], list[Document]] = {}
+            by_window: dict[bytes, list[Document]] = {}
             for doc in todo:
-                window = key_of[_key(doc["_id"])]
-                known = sequences[window]
-                if known[1] >= capacity:
-                    known[0], known[1] = known[0] + 1, 0
-                known[1] += 1
-                groups.setdefault((window, known[0]), []).append(doc)
-            targets = list(groups.items())
+                by_window.setdefault(key_of[_key(doc["_id"])], []).append(doc)
+            targets: list[tuple[tuple[bytes, int], list[Document]]] = []
+            for window, docs in by_window.items():
+                taken = 0
+                for sequence, size in fill.place(window, len(docs)):
+                    targets.append(((window, sequence), docs[taken : taken + size]))
+                    taken += size
             full: set[int] = set()
             try:
                 self.db[step.collection].bulk_write(
@@ -233,33 +233,30 @@ class BucketSteps(ServerSteps):
             for position, ((window, sequence), docs) in enumerate(targets):
                 if position in full:
                     # The bucket has no room for them all (the application pushed into it): the next one.
-                    known = sequences[window]
-                    if known[0] <= sequence:
-                        known[0], known[1] = sequence + 1, 0
+                    fill.full(window, sequence)
                     todo.extend(docs)
                     continue
                 series, start = window_of[_key(docs[0]["_id"])]
                 for doc in docs:
                     placed[_key(doc["_id"])] = (doc["_id"], bucket.bucket_id(series, start, sequence))
-        if len(sequences) > _SEQUENCE_CACHE:
-            sequences.clear()
+        if len(fill.open) > _SEQUENCE_CACHE:
+            fill.forget()
         return placed
 
-    def _learn_sequences(self, step: Step, windows: list[tuple[Any, Any]], sequences: dict[Any, list[int]]) -> None:
+    def _learn_sequences(self, step: Step, windows: list[tuple[Any, Any]], fill: bucket.BucketFill) -> None:
         """The newest bucket (sequence, count) of each window not seen yet, in one read."""
         if not windows:
             return
         series_key = step.params["series_key"]
         for window in windows:
-            sequences[_key(window)] = [0, 0]
+            fill.seed(_key(window), 0, 0)
         query = {"$or": [{series_key: series, "start": start} for series, start in windows], **bucket.buckets_filter()}
         for found in self.db[step.collection].find(query, {"_id": 1, "count": 1}):
             if not (isinstance(found["_id"], dict) and isinstance(found["_id"].get("n"), int)):
                 continue  # a bucket the application created, with an _id of its own
             key = _key((found["_id"].get("s"), found["_id"].get("w")))
-            known = sequences.get(key)
-            if known is not None and found["_id"]["n"] >= known[0]:
-                known[0], known[1] = found["_id"]["n"], found.get("count", 0)
+            if key in fill.open:
+                fill.seed(key, found["_id"]["n"], found.get("count", 0))
 
     def _pull(self, step: Step, placed: list[tuple[Any, Any]]) -> int:
         """Pull readings ((reading ``_id``, bucket ``_id``) pairs) out of the buckets they were pushed into."""
