@@ -68,13 +68,13 @@ def test_a_writer_on_its_own_connection_during_up_and_down(mongo, tmp_path, name
 
 
 @pytest.mark.server_only(THREADS)
-@pytest.mark.parametrize("name", ["computed", "outlier", "attribute"])
-def test_worker_threads_over_id_ranges_while_the_application_writes(mongo, tmp_path, name):
+@pytest.mark.parametrize(("name", "client_side"), writer_cases(["computed", "outlier", "attribute"]))
+def test_worker_threads_over_id_ranges_while_the_application_writes(mongo, tmp_path, name, client_side):
     db = mongo.db
     step, folder = setup(db, tmp_path, name, 22)
     with mongo.new_client() as other:
         app_ = Application(other[mongo.db_name].orders, 22)
-        options = RunOptions(batch_size=4, workers=3)
+        options = RunOptions(batch_size=4, workers=3, client_side=client_side)
         with_writer_thread(app_, lambda: Runner(db, load_folder(folder), options).up())
         app_.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=4)).up()

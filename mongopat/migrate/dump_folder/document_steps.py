@@ -1,6 +1,6 @@
-"""Document steps on a dump folder: the collection's file streamed through the step's transform, the
-documents of the collections it creates written beside it (``rewrites.py`` commits the files and
-writes the step's indexes)."""
+"""Document steps on a dump folder: the collection's file streamed, a batch at a time, through the
+algorithm every backend runs (``document_batches.py``), the documents of the collections the step creates
+written beside it (``rewrites.py`` commits the files and writes the step's indexes)."""
 
 from __future__ import annotations
 
@@ -8,43 +8,41 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mongopat.errors import OperationFailed
+from mongopat.migrate.document_batches import Change, Version, apply_batches, refuse_existing
 from mongopat.migrate.dump_folder.files import DocumentWriter, decoded_documents
 from mongopat.migrate.dump_folder.rewrites import FileRewrites
-from mongopat.migrate.operations import OPERATIONS, transform
+from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.runner import StepOutcome, count
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document
 
 
 class DocumentFiles(FileRewrites):
     def refuse(self, step: Step) -> None:
-        existing = [c for c in step.created_collections() if self.files.file_of(c) is not None]
-        if existing:
-            raise OperationFailed(f"{step.name} would write into existing collection(s) {', '.join(existing)}")
+        refuse_existing(step, lambda name: self.files.file_of(name) is not None)
 
     def write(
         self, migration_id: str, index: int, step: Step, source: Path, writer: Callable[[str], DocumentWriter]
     ) -> tuple[int, dict[str, Any]]:
-        ctx = self.runner.context(step)
         operation = OPERATIONS[step.name]
         main = writer(step.collection)
         for side in step.created_collections():
             writer(side)  # created even when empty, so down and verify find it
-        read = 0
-        stats: dict[str, Any] = {}
+        store = FileDocuments(self.runner, step, writer)
+        outcome = StepOutcome()
         batch_size = self.runner.options.batch_size
-        for doc in decoded_documents(source):
-            result = transform(doc, step, ctx)
-            main.write(result.document)
-            for name, docs in result.side.items():
-                for side_doc in docs:
-                    writer(name).write(side_doc)
-            for key, amount in operation.file_stats(doc, step).items():
-                stats[key] = stats.get(key, 0) + amount
-            read += 1
-            if read % batch_size == 0:
-                self.runner.hook(migration_id, index, read)
-        return read, stats
+
+        def write_batch(batch: list[Version], _written: int) -> None:
+            # Every document, in file order: as the step made it, or as it was (not pending, or unchanged).
+            for version in batch:
+                main.write(store.replaced.pop(id(version), version.document))
+                for key, amount in operation.file_stats(version.document, step).items():
+                    count(outcome.stats, key, amount)
+            if outcome.read % batch_size == 0:
+                self.runner.hook(migration_id, index, outcome.read)
+
+        apply_batches(store, step, _batches(decoded_documents(source), batch_size), outcome, write_batch)
+        return outcome.read, outcome.stats
 
     def problems(
         self,
@@ -67,3 +65,47 @@ class DocumentFiles(FileRewrites):
 
     def sample_context(self, step: Step, samples: list[Any]) -> Context | None:
         return self.runner.context(step) if samples else None
+
+
+class FileDocuments:
+    """A dump folder as the store of a document step's batches (``document_batches.DocumentStore``): the
+    new documents go to the rewritten file, in file order, once the batch is done; side documents to the
+    files of the collections the step creates. Nothing else writes the folder meanwhile, so every write
+    takes."""
+
+    def __init__(self, runner: Any, step: Step, writer: Callable[[str], DocumentWriter]) -> None:
+        self.runner, self.writer = runner, writer
+        self.replaced: dict[int, Document] = {}  # id() of a version of the batch -> its new document
+        self._context: Context | None = None
+
+    def context(self, step: Step, documents: list[Document]) -> Context:
+        if self._context is None:
+            self._context = self.runner.context(step)  # of every document of the file, read once
+        return self._context
+
+    def write(
+        self, step: Step, changes: list[Change], replay: bool, stats: dict[str, Any]
+    ) -> tuple[int, list[Version]]:
+        written = 0
+        for version, result in changes:
+            self.replaced[id(version)] = result.document
+            for name, documents in result.side.items():
+                for document in documents:
+                    self.writer(name).write(document)
+                written += len(documents)
+        count(stats, "transformed", len(changes))
+        return written + len(changes), []
+
+    def current(self, step: Step, versions: list[Version], stats: dict[str, Any]) -> list[Version]:
+        return versions
+
+
+def _batches(documents: Iterator[Document], size: int) -> Iterator[list[Version]]:
+    batch: list[Version] = []
+    for document in documents:
+        batch.append(Version(None, document))
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

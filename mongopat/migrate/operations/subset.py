@@ -163,8 +163,9 @@ class Operation(DocumentOperation):
         return f"{step.params['field']}Count"
 
     def file_stats(self, doc: Document, step: Step) -> dict[str, int]:
-        elements = doc.get(step.params["field"])
-        return {"elements": len(elements)} if isinstance(elements, list) else {}
+        # Only a document the step takes gives its elements to the full list (one already in the new shape
+        # is left as it is).
+        return {"elements": len(doc[step.params["field"]])} if self.is_pending(doc, step) else {}
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         name = step.params["field"]

@@ -26,6 +26,7 @@ from pymongo.errors import BulkWriteError
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, original_name, stage_name
+from mongopat.migrate.document_batches import Version, conflict_rounds
 from mongopat.migrate.operations import STEP_OPERATIONS, bucket
 from mongopat.migrate.runner import CATCH_UP_PASSES, CONFLICT_ROUNDS, StepOutcome, count
 from mongopat.migrate.server.document_versions import (
@@ -148,18 +149,18 @@ class BucketSteps(ServerSteps):
         replay: bool,
     ) -> int:
         """Move a batch of readings into their buckets; returns the writes sent. ``replay``: an interrupted
-        run may have pushed some of them already (their copies are pulled out before they are pushed)."""
-        collection = self.db[step.collection]
-        todo = [(raw, doc) for raw, doc in versions_of(batch) if bucket.is_pending(doc, step)]
+        run may have pushed some of them already (their copies are pulled out before they are pushed).
 
-        written = 0
-        for round_number in range(CONFLICT_ROUNDS + 1):
-            if not todo:
-                break
-            if round_number:
-                count(stats, "conflicts", len(todo))
-            if replay or round_number:
-                written += self._pull_copies(step, [doc for _raw, doc in todo])
+        A move is a push of the readings (after their backups), then the delete of each reading only while
+        it is still the version pushed; one the application changed or deleted in between is pulled out of
+        its bucket again, and one still pending is moved again in the next round
+        (``document_batches.conflict_rounds``)."""
+        collection = self.db[step.collection]
+        placed: dict[Any, tuple[Any, Any]] = {}  # reading -> (its _id, the bucket it was pushed into)
+        pulled = [0]  # the pulls of stale copies, sent while reading again
+
+        def move(todo: list[Version], again: bool) -> tuple[int, list[Version]]:
+            written = self._pull_copies(step, [doc for _raw, doc in todo]) if replay or again else 0
             keep_backups(
                 self.db[BACKUP],
                 [
@@ -171,7 +172,7 @@ class BucketSteps(ServerSteps):
                     for raw, doc in todo
                 ],
             )
-            placed = self._push(step, [doc for _raw, doc in todo], fill)
+            placed.update(self._push(step, [doc for _raw, doc in todo], fill))
             written += len(todo)
             ids = [doc["_id"] for _raw, doc in todo]
             present = {_key(d["_id"]) for d in collection.find({"_id": {"$in": ids}}, {"_id": 1})}
@@ -182,22 +183,23 @@ class BucketSteps(ServerSteps):
                 written += self._pull(step, [placed[_key(i)] for i in gone])
             todo = [(raw, doc) for raw, doc in todo if _key(doc["_id"]) in present]
             if not todo:
-                break
+                return written, []
             result = collection.bulk_write([DeleteOne(unchanged_since(doc)) for _raw, doc in todo], ordered=False)
             written += len(todo)
             count(stats, "moved", result.deleted_count)
-            if result.deleted_count == len(todo):
-                todo = []
-                break
-            # Some were changed by the application after they were read: their copies are stale. Those still
-            # there are pulled out and read again; those gone were deleted after the check above, by an
-            # application that also pulls them from their bucket.
-            now = versions_of(collection.find({"_id": {"$in": [doc["_id"] for _raw, doc in todo]}}))
-            written += self._pull(step, [placed[_key(doc["_id"])] for _raw, doc in now])
-            todo = [(raw, doc) for raw, doc in now if bucket.is_pending(doc, step)]
-        if todo:
-            count(stats, "conflicts_unresolved", len(todo))  # pending still: the catch-up passes take them
-        return written
+            return written, [] if result.deleted_count == len(todo) else todo
+
+        def current(missed: list[Version]) -> list[Version]:
+            # Changed by the application after they were read: their copies are stale. Those still there are
+            # pulled out (pending or not); those gone were deleted after the check above, by an application
+            # that also pulls them from their bucket.
+            now = versions_of(collection.find({"_id": {"$in": [doc["_id"] for _raw, doc in missed]}}))
+            pulled[0] += self._pull(step, [placed[_key(doc["_id"])] for _raw, doc in now])
+            return now
+
+        pending = [version for version in versions_of(batch) if bucket.is_pending(version.document, step)]
+        moved = conflict_rounds(pending, move, current, lambda doc: bucket.is_pending(doc, step), stats)
+        return moved + pulled[0]
 
     def _push(self, step: Step, readings: list[Document], fill: bucket.BucketFill) -> dict[Any, tuple[Any, Any]]:
         """Push readings into the buckets :class:`~mongopat.migrate.operations.bucket.BucketFill` places

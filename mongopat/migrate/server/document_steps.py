@@ -1,11 +1,13 @@
 """Document steps on a live server: each document restructured in place, while the application writes.
 
-The collection is read in ``_id`` order, a batch at a time (or over ``_id`` ranges, one thread each).
-Before a document is rewritten, the version read is kept in ``mongopat_backup``, and the write takes only
-while the document is still that version (``document_versions.py``): a document the application changed
-in between is read and transformed again, one it deleted stays deleted. The changelog records the last
-``_id`` of each batch, so a crash anywhere leaves a state that ``up`` resumes to the same end. Steps whose
-transform MongoDB can compute run inside the server instead (``in_server_steps.py``).
+The collection is read in ``_id`` order, a batch at a time (or over ``_id`` ranges, one thread each), and
+each batch goes through the algorithm every backend runs (``document_batches.py``) over this module's
+:class:`ServerDocuments`: before a document is rewritten, the version read is kept in ``mongopat_backup``,
+and the write takes only while the document is still that version (``document_versions.py``); a document
+the application changed in between is read and transformed again, one it deleted stays deleted. The
+changelog records the last ``_id`` of each batch, so a crash anywhere leaves a state that ``up`` resumes to
+the same end. Steps whose transform MongoDB can compute run inside the server instead
+(``in_server_steps.py``).
 
 ``down`` gives every document left alone since ``up`` its original bytes back, and applies the step's
 inverse to one the application changed since.
@@ -25,6 +27,7 @@ from pymongo.errors import BulkWriteError
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.context_sources import DatabaseDocuments
+from mongopat.migrate.document_batches import Change, Version, apply_batch, apply_batches, refuse_existing
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import CONFLICT_ROUNDS, StepOutcome, count
 from mongopat.migrate.server.document_versions import (
@@ -53,10 +56,7 @@ class DocumentSteps(InServerSteps, ServerSteps):
         name = step.collection
         # Once per step: a run that stopped before its first checkpoint has created these collections itself.
         if state.get("count_before") is None and not state.get("has_last") and not state.get("ranges"):
-            existing = set(self.db.list_collection_names())
-            clash = [c for c in step.created_collections() if c in existing]
-            if clash:
-                raise OperationFailed(f"{step.name} would write into existing collection(s) {', '.join(clash)}")
+            refuse_existing(step, set(self.db.list_collection_names()).__contains__)
             self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
         # Indexes of the collections the step creates first: the application reads a subset's full list or
         # an outlier's overflow by parentId from the start, and so do reruns. The collection's own last.
@@ -81,16 +81,16 @@ class DocumentSteps(InServerSteps, ServerSteps):
         outcome = StepOutcome(
             read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
         )
-        last_id, has_last = state.get("last_id"), state.get("has_last", False)
         budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
-        for number, batch in enumerate(self.scan(name, last_id, has_last, None, budget)):
-            # The first batch of a run may be one an interrupted run had begun to write.
-            last_id, written = self._apply_batch(
-                migration_id, index, step, batch, kept, outcome.stats, replay=number == 0
-            )
-            outcome.read += len(batch)
-            outcome.written += written
-            self._checkpoint(migration_id, index, outcome, len(batch), written, last_id, total)
+        batches = self.scan(name, state.get("last_id"), state.get("has_last", False), None, budget)
+
+        def checkpoint(batch: list[Version], written: int) -> None:
+            last = batch[-1].document["_id"]
+            self._checkpoint(migration_id, index, outcome, len(batch), written, last, total)
+
+        apply_batches(
+            ServerDocuments(self, migration_id, index, kept), step, map(versions_of, batches), outcome, checkpoint
+        )
         self._catch_up_client_side(migration_id, index, step, kept, outcome)
         self._finish_document_step(migration_id, index, step, outcome.stats)
         return outcome
@@ -112,8 +112,11 @@ class DocumentSteps(InServerSteps, ServerSteps):
         def new_pass() -> None:
             kept.clear()  # documents inserted since: a tree's new nodes have parents the first map lacks
 
+        store = ServerDocuments(self, migration_id, index, kept)
+
         def apply(batch: list[Any]) -> tuple[Any, int]:
-            return self._apply_batch(migration_id, index, step, batch, kept, outcome.stats, replay=True)
+            versions = versions_of(batch)
+            return versions[-1].document["_id"], apply_batch(store, step, versions, outcome.stats, replay=True)
 
         return self.passes(
             migration_id, index, step, outcome, OPERATIONS[step.name].pending(step), "transformed", apply, new_pass
@@ -123,110 +126,6 @@ class DocumentSteps(InServerSteps, ServerSteps):
         for collection, keys in OPERATIONS[step.name].indexes(step):
             if collection == step.collection:
                 self.create_own_index(migration_id, index, step, dict(keys), stats)
-
-    def _apply_batch(
-        self,
-        migration_id: str,
-        index: int,
-        step: Step,
-        batch: list[Any],
-        kept: dict[Any, Any],
-        stats: dict[str, Any],
-        replay: bool = False,
-    ) -> tuple[Any, int]:
-        """Transform the documents of a batch still in the old shape; returns (last _id, documents written).
-        ``replay``: the batch may hold documents whose side documents an interrupted run wrote already.
-
-        The application may write at any moment. Each document is rewritten only if it is still the version
-        the transform read (compare-and-swap on the whole document); one the application changed in between
-        is read again and transformed again, at most ``CONFLICT_ROUNDS`` times; one it deleted stays deleted.
-        Before a document is rewritten, the version transformed is kept for ``down`` with a digest of what
-        replaced it, so that ``down`` can tell a document left alone since from one the application changed.
-        """
-        operation = OPERATIONS[step.name]
-        read = versions_of(batch)
-        last = read[-1][1]["_id"]
-        todo = [(raw, doc) for raw, doc in read if operation.is_pending(doc, step)]
-        written = 0
-        for round_number in range(CONFLICT_ROUNDS + 1):
-            if not todo:
-                break
-            if round_number:
-                count(stats, "conflicts", len(todo))
-            sent, missed = self._write_versions(
-                migration_id, index, step, todo, kept, stats, replay=replay or round_number > 0
-            )
-            written += sent
-            # Every conditional write took (the usual case): no need to read the batch again.
-            todo = self._still_pending(step, todo, stats) if missed else []
-        if todo:
-            count(stats, "conflicts_unresolved", len(todo))  # left pending: the catch-up pass takes them
-        return last, written
-
-    def _write_versions(
-        self,
-        migration_id: str,
-        index: int,
-        step: Step,
-        versions: list[tuple[bytes, Document]],
-        kept: dict[Any, Any],
-        stats: dict,
-        replay: bool,
-    ) -> tuple[int, int]:
-        """Back up, transform and conditionally write ``versions`` (the current documents, as read and
-        decoded); returns the writes sent and how many conditional writes found their document changed (or
-        gone)."""
-        name = step.collection
-        ctx = self._context(step, [doc for _raw_bytes, doc in versions], kept)
-        results = []
-        kept = []
-        for raw, doc in versions:
-            result = transform(doc, step, ctx)
-            if result.document == doc and not result.side:
-                count(stats, "unchanged")  # nothing to do for it (a reference with nothing to copy)
-                continue
-            results.append((doc, result))
-            kept.append(backup(backup_id(migration_id, index, name, doc["_id"]), raw, bson.encode(result.document)))
-        if not results:
-            return 0, 0
-        keep_backups(self.db[BACKUP], kept)
-        side: dict[str, list[Document]] = {}
-        for _doc, result in results:
-            for collection, documents in result.side.items():
-                side.setdefault(collection, []).extend(documents)
-        written = 0
-        for collection, documents in side.items():
-            if replay:
-                # Side documents of an older version (a lost race, a replayed batch) go first: subset's and
-                # outlier's by parent, so that a shorter list leaves none behind; others by their _id.
-                if OPERATIONS[step.name].side_collections:
-                    self.db[collection].delete_many({"parentId": {"$in": [doc["_id"] for doc, _ in results]}})
-                else:
-                    self.db[collection].delete_many({"_id": {"$in": [d["_id"] for d in documents]}})
-            _insert_ignoring_duplicates(self.db[collection], documents)
-            written += len(documents)
-        replaces = [ReplaceOne(unchanged_since(doc), result.document) for doc, result in results]
-        outcome = self.db[name].bulk_write(replaces, ordered=False)
-        count(stats, "transformed", outcome.matched_count)
-        return written + len(replaces), len(replaces) - outcome.matched_count
-
-    def _still_pending(
-        self, step: Step, versions: list[tuple[bytes, Document]], stats: dict[str, Any]
-    ) -> list[tuple[bytes, Document]]:
-        """The current versions of these documents that are still in the old shape (their write lost a race
-        with the application's); those it deleted meanwhile are counted and their side documents removed."""
-        operation = OPERATIONS[step.name]
-        ids = [doc["_id"] for _raw_bytes, doc in versions]
-        now = {
-            hashable_key(doc["_id"]): (raw, doc)
-            for raw, doc in versions_of(self._collection(step.collection).find({"_id": {"$in": ids}}))
-        }
-        gone = [ident for ident in ids if hashable_key(ident) not in now]
-        if gone:
-            count(stats, "deleted_meanwhile", len(gone))
-            for parameter in operation.side_collections:
-                self.db[step.params[parameter]].delete_many({"parentId": {"$in": gone}})
-        return [(raw, doc) for raw, doc in now.values() if operation.is_pending(doc, step)]
 
     # -- parallel workers over _id ranges ---------------------------------------------------------
 
@@ -293,13 +192,16 @@ class DocumentSteps(InServerSteps, ServerSteps):
         done = {"read": sum(r.get("read", 0) for r in ranges)}
         self.throttle.start(done["read"])
 
+        store = ServerDocuments(self, migration_id, index, kept)
+
         def work(position: int) -> dict[str, Any]:
             part = dict(ranges[position])
             stats = dict(part.get("stats") or {})
             for number, batch in enumerate(self._range_batches(step.collection, part)):
-                last_id, written = self._apply_batch(migration_id, index, step, batch, kept, stats, replay=number == 0)
+                versions = versions_of(batch)
+                written = apply_batch(store, step, versions, stats, replay=number == 0)
                 part.update(
-                    last_id=last_id,
+                    last_id=versions[-1].document["_id"],
                     has_last=True,
                     read=part.get("read", 0) + len(batch),
                     written=part.get("written", 0) + written,
@@ -326,9 +228,6 @@ class DocumentSteps(InServerSteps, ServerSteps):
                 outcome.stats[key] = outcome.stats.get(key, 0) + value
         self.changelog.step(migration_id, index, read=outcome.read, written=outcome.written, stats=outcome.stats)
         return outcome
-
-    def _context(self, step: Step, originals: list[Document], kept: dict[Any, Any]) -> Context:
-        return OPERATIONS[step.name].context(step, originals, DatabaseDocuments(self.db, kept))
 
     # -- verify ----------------------------------------------------------------------------------
 
@@ -463,13 +362,79 @@ class DocumentSteps(InServerSteps, ServerSteps):
     # -- samples -----------------------------------------------------------------------------------
 
     def sample_context(self, step: Step, samples: list[Any]) -> Context | None:
-        return self._context(step, samples, {}) if samples else None
+        return OPERATIONS[step.name].context(step, samples, DatabaseDocuments(self.db, {})) if samples else None
 
     def transformed_sample(self, step: Step, size: int) -> list[Document]:
         raw = self._collection(step.collection).aggregate([{"$sample": {"size": size}}])
         samples = [bson.decode(raw_bytes(d)) for d in raw]
         ctx = self.sample_context(step, samples)
         return [transform(sample, step, ctx).document for sample in samples]
+
+
+class ServerDocuments:
+    """The server as the store of a document step's batches (``document_batches.DocumentStore``).
+
+    Before a document is rewritten, the version transformed is kept in ``mongopat_backup`` with a digest of
+    what replaced it, so that ``down`` can tell a document left alone since ``up`` from one the application
+    changed; the rewrite is a replace whose filter is the whole version read (compare-and-swap).
+    """
+
+    def __init__(self, steps: DocumentSteps, migration_id: str, index: int, kept: dict[Any, Any]) -> None:
+        self.db, self.steps = steps.db, steps
+        self.migration_id, self.index = migration_id, index
+        self.kept = kept  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
+
+    def context(self, step: Step, documents: list[Document]) -> Context:
+        return OPERATIONS[step.name].context(step, documents, DatabaseDocuments(self.db, self.kept))
+
+    def write(
+        self, step: Step, changes: list[Change], replay: bool, stats: dict[str, Any]
+    ) -> tuple[int, list[Version]]:
+        if not changes:
+            return 0, []
+        name = step.collection
+        keep_backups(
+            self.db[BACKUP],
+            [
+                backup(backup_id(self.migration_id, self.index, name, version.document["_id"]), version.raw or b"",
+                       bson.encode(result.document))
+                for version, result in changes
+            ],
+        )  # fmt: skip
+        side: dict[str, list[Document]] = {}
+        for _version, result in changes:
+            for collection, documents in result.side.items():
+                side.setdefault(collection, []).extend(documents)
+        written = 0
+        for collection, documents in side.items():
+            if replay:
+                # Side documents of an older version (a lost race, a replayed batch) go first: subset's and
+                # outlier's by parent, so that a shorter list leaves none behind; others by their _id.
+                if OPERATIONS[step.name].side_collections:
+                    parents = [version.document["_id"] for version, _result in changes]
+                    self.db[collection].delete_many({"parentId": {"$in": parents}})
+                else:
+                    self.db[collection].delete_many({"_id": {"$in": [d["_id"] for d in documents]}})
+            _insert_ignoring_duplicates(self.db[collection], documents)
+            written += len(documents)
+        replaces = [ReplaceOne(unchanged_since(version.document), result.document) for version, result in changes]
+        outcome = self.db[name].bulk_write(replaces, ordered=False)
+        count(stats, "transformed", outcome.matched_count)
+        # A bulk write tells how many matched, not which: when some did not, all are read again.
+        missed = [] if outcome.matched_count == len(replaces) else [version for version, _result in changes]
+        return written + len(replaces), missed
+
+    def current(self, step: Step, versions: list[Version], stats: dict[str, Any]) -> list[Version]:
+        """Those the application deleted meanwhile are counted and their side documents removed."""
+        ids = [version.document["_id"] for version in versions]
+        now = versions_of(self.steps._collection(step.collection).find({"_id": {"$in": ids}}))
+        present = {hashable_key(version.document["_id"]) for version in now}
+        gone = [ident for ident in ids if hashable_key(ident) not in present]
+        if gone:
+            count(stats, "deleted_meanwhile", len(gone))
+            for parameter in OPERATIONS[step.name].side_collections:
+                self.db[step.params[parameter]].delete_many({"parentId": {"$in": gone}})
+        return now
 
 
 def _insert_ignoring_duplicates(collection: Any, documents: list[Document]) -> None:

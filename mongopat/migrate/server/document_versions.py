@@ -15,6 +15,7 @@ import bson
 from pymongo import ReplaceOne
 from pymongo.errors import BulkWriteError
 
+from mongopat.migrate.document_batches import Version
 from mongopat.migrate.transform_api import Document
 
 
@@ -32,9 +33,9 @@ def decoded_id(document: Any) -> Any:
     return document["_id"]
 
 
-def versions_of(documents: Any) -> list[tuple[bytes, Document]]:
-    """Documents as read, each as (its BSON bytes, decoded): the bytes are what a backup keeps."""
-    return [(raw, bson.decode(raw)) for raw in map(raw_bytes, documents)]
+def versions_of(documents: Any) -> list[Version]:
+    """Documents as read, each with its BSON bytes (what a backup keeps) and decoded."""
+    return [Version(raw, bson.decode(raw)) for raw in map(raw_bytes, documents)]
 
 
 def digest(raw: bytes) -> bytes:

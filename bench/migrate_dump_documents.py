@@ -1,0 +1,101 @@
+"""Document steps on a dump folder, against the least work any file-based migration must do, on two shapes
+of data.
+
+For each corpus, writes a mongoexport file (relaxed Extended JSON) of ``--documents`` documents, then in
+the same run, each timed best of ``--rounds`` (interleaved, so that a slow spell of the machine hits every
+side):
+- baseline: parse every line and write it back (orjson), in this process;
+- mongopat: ``mongopat migrate up --dump`` with one document step, as a separate process on a fresh copy of
+  the folder (start-up, decoding, the step, encoding, fsync, verification and bookkeeping included).
+Prints the times, their ratio, the migration's own duration as mongopat records it and its peak memory.
+
+- ``orders``: generated orders (line items, optional coupon and notes, a tags array), ~330 bytes each;
+- ``weather``: MongoDB's weather sample (``../shared/real-data/sample_weatherdata.archive.gz``, 1.7 KiB
+  documents, optional nested sections), repeated to size with new ``_id``s.
+
+    python3 bench/migrate_dump_documents.py [--documents 50000] [--rounds 3] [--corpus orders weather]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bson import json_util
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from analyze_vs_mongodb_schema import run_measured  # noqa: E402
+from migrate_bytes import STEPS, orders, weather  # noqa: E402
+from migrate_dump_bucket import baseline  # noqa: E402
+
+from mongopat.migrate.script import render  # noqa: E402
+
+CHOSEN = ("set_field", "computed", "document_versioning")
+
+
+def prepare(work: Path, corpus: str, documents: list[dict[str, Any]]) -> Path:
+    pristine = work / corpus / "pristine"
+    pristine.mkdir(parents=True)
+    with (pristine / "items.json").open("w", encoding="utf-8") as handle:
+        handle.writelines(json_util.dumps(document) + "\n" for document in documents)
+    return pristine
+
+
+def run_step(pristine: Path, work: Path, step: str, params: dict[str, Any]) -> tuple[float, float, float]:
+    """(wall seconds, the migration's recorded duration, peak MiB) of one fresh run."""
+    data = work / "data"
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.copytree(pristine, data)
+    migrations = work / f"migrations_{step}"
+    if not migrations.exists():
+        migrations.mkdir()
+        spec = {"step": step, "collection": "items", **params}
+        (migrations / f"0001_{step}.yaml").write_text(render(f"0001_{step}", step, [spec]))
+    command = [sys.executable, "-m", "mongopat", "-q", "migrate", "up", "--dump", str(data), "--dir", str(migrations)]
+    seconds, peak = run_measured([*command, "--yes"])
+    entry = json_util.loads((data / "mongopat_changelog.json").read_text().splitlines()[0])
+    if entry["state"] != "applied":
+        sys.exit(f"{step}: {entry.get('error')}")
+    return seconds, entry["duration_s"], peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=50_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--corpus", nargs="+", choices=["orders", "weather"], default=["orders", "weather"])
+    args = parser.parse_args()
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed package runs
+    work = Path(tempfile.mkdtemp(prefix="mongopat-bench-"))
+    try:
+        for corpus in args.corpus:
+            documents = (orders if corpus == "orders" else weather)(args.documents)
+            pristine = prepare(work, corpus, documents)
+            size = (pristine / "items.json").stat().st_size
+            run_step(pristine, work, "set_field", STEPS[corpus]["set_field"])  # warm-up: the bytecode cache
+            bases: list[float] = []
+            runs: dict[str, list[tuple[float, float, float]]] = {step: [] for step in CHOSEN}
+            for _ in range(args.rounds):
+                bases.append(baseline(pristine / "items.json", work / "copy.json"))
+                for step in CHOSEN:
+                    runs[step].append(run_step(pristine, work, step, STEPS[corpus][step]))
+            base = min(bases)
+            print(f"\n{corpus}: {args.documents:,} documents, {size / 2**20:.1f} MiB of mongoexport JSON, "
+                  f"best of {args.rounds}; baseline (orjson parse + write every line) {base:.2f} s")  # fmt: skip
+            for step in CHOSEN:
+                seconds = min(r[0] for r in runs[step])
+                duration = min(r[1] for r in runs[step])
+                peak = max(r[2] for r in runs[step])
+                print(f"  {step:<20} {seconds:6.2f} s = {seconds / base:5.2f}x (whole process); the migration "
+                      f"itself {duration:.2f} s = {duration / base:.2f}x; peak {peak:.0f} MiB")  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
