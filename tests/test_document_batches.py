@@ -114,3 +114,60 @@ def test_documents_already_in_the_new_shape_are_not_given_to_the_step(tmp_path: 
     store.stored = {d["_id"]: d for d in documents}
     apply_batch(store, step, [Version(None, d) for d in documents], {})
     assert store.written == {1: {"_id": 1, "items": [{"price": 2, "qty": 3}], "total": 6}}
+
+
+class Meddling:
+    """A database whose application changes one order before every bulk write mongopat sends to orders."""
+
+    def __init__(self, db: Any, ident: Any) -> None:
+        self._db, self.ident, self.meddled = db, ident, 0
+
+    def __getitem__(self, name: str) -> Any:
+        collection = self._db[name]
+        if name != "orders":
+            return collection
+        outer = self
+
+        class Collection:
+            def __getattr__(self, attribute: str) -> Any:
+                return getattr(collection, attribute)
+
+            def bulk_write(self, operations: list[Any], **kwargs: Any) -> Any:
+                collection.update_one({"_id": outer.ident}, {"$inc": {"meddled": 1}})
+                outer.meddled += 1
+                return collection.bulk_write(operations, **kwargs)
+
+        return Collection()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+def test_down_leaves_a_document_that_keeps_changing_as_it_is_and_keeps_its_original(mongo, tmp_path):
+    """Past the conflict rounds, ``down`` names the document and keeps its original for a later down,
+    instead of dropping its backup with the document still in the new shape."""
+    from mongopat.errors import OperationFailed
+    from tests.test_migrate_runtime import load, snapshot
+
+    db = mongo.db
+    load(db)
+    before = snapshot(db)
+    folder = tmp_path / "migrations"
+    write(folder, "0001_step", STEPS["set_field"])
+    options = RunOptions(batch_size=37, client_side=True)
+    Runner(db, load_folder(folder), options).up()
+    victim = sorted(d["_id"] for d in db.orders.find({}, {"_id": 1}))[40]
+    meddling = Meddling(db, victim)
+    with pytest.raises(OperationFailed, match=rf"1 document\(s\) changed by the application .*{victim}"):
+        Runner(meddling, load_folder(folder), options).down()
+    assert db.mongopat_backup.count_documents({}) == 1  # the victim's original, for the next down
+    document = db.orders.find_one({"_id": victim})
+    assert document["meddled"] == meddling.meddled and document["flags"] == {"reviewed": False}
+    Runner(db, load_folder(folder), options).down()  # the application stopped: the inverse applies
+    document = db.orders.find_one({"_id": victim})
+    assert "reviewed" not in document.get("flags", {}) and document["meddled"] == meddling.meddled
+    assert db.mongopat_backup.count_documents({}) == 0
+    db.orders.delete_one({"_id": victim})
+    others = bson.encode(db.orders.find_one({"_id": {"$gt": victim}}))
+    assert snapshot(db)["orders"] == [raw for raw in before["orders"] if bson.decode(raw)["_id"] != victim]
+    assert others in before["orders"]  # every other order has its original bytes

@@ -17,9 +17,12 @@ from typing import Any, NamedTuple, Protocol
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.operations import OPERATIONS, transform
-from mongopat.migrate.runner import CONFLICT_ROUNDS, StepOutcome, count
+from mongopat.migrate.runner import StepOutcome, count
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document, Result
+
+# Rounds of reading again and writing again documents whose conditional write lost to the application's.
+CONFLICT_ROUNDS = 5
 
 
 class Version(NamedTuple):
@@ -75,13 +78,16 @@ def apply_batch(
     def attempt(todo: list[Version], again: bool) -> tuple[int, list[Version]]:
         return store.write(step, changes(store, step, todo, stats), replay or again, stats)
 
-    return conflict_rounds(
+    written, left = conflict_rounds(
         [version for version in versions if operation.is_pending(version.document, step)],
         attempt,
         lambda missed: store.current(step, missed, stats),
         lambda document: operation.is_pending(document, step),
         stats,
     )
+    if left:
+        count(stats, "conflicts_unresolved", len(left))  # a server's catch-up passes take them
+    return written
 
 
 def conflict_rounds(
@@ -90,13 +96,13 @@ def conflict_rounds(
     current: Callable[[list[Version]], list[Version]],
     is_pending: Callable[[Document], bool],
     stats: dict[str, Any],
-) -> int:
+) -> tuple[int, list[Version]]:
     """``attempt(todo, again)`` writes the documents of ``todo`` (the versions read) and returns the writes
-    sent and the versions whose write may not have taken; those still in the old shape once read again
-    (``current``) are attempted again, at most ``CONFLICT_ROUNDS`` times (``again``: a later round).
-    Documents whose write keeps losing to the application are counted in ``conflicts_unresolved`` and left
-    in the old shape (a server's catch-up passes take them). Every step on the client side writes so, the
-    bucket step's moves included; returns the writes sent."""
+    sent and the versions whose write may not have taken; those still to write once read again
+    (``current``, then ``is_pending``) are attempted again, at most ``CONFLICT_ROUNDS`` times (``again``: a
+    later round), each round counted in ``conflicts``. Every conditional write on the client side goes
+    so: a document step's, the bucket step's moves, and ``down``'s. Returns the writes sent and the
+    versions still to write after the last round (their write kept losing to the application's)."""
     written = 0
     for round_number in range(CONFLICT_ROUNDS + 1):
         if not todo:
@@ -107,9 +113,7 @@ def conflict_rounds(
         written += sent
         # Every conditional write took (the usual case): nothing to read again.
         todo = [version for version in current(missed) if is_pending(version.document)] if missed else []
-    if todo:
-        count(stats, "conflicts_unresolved", len(todo))
-    return written
+    return written, todo
 
 
 def changes(store: DocumentStore, step: Step, versions: list[Version], stats: dict[str, Any]) -> list[Change]:

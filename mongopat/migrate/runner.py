@@ -20,8 +20,6 @@ from mongopat.migrate.bookkeeping import LockLost, utcnow
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 
-# Rounds of re-reading and re-transforming documents whose conditional write lost to the application's.
-CONFLICT_ROUNDS = 5
 # Passes over the documents still in the old shape after a step's scan.
 CATCH_UP_PASSES = 5
 

@@ -28,7 +28,7 @@ from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, original_name, stage_name
 from mongopat.migrate.document_batches import Version, conflict_rounds
 from mongopat.migrate.operations import STEP_OPERATIONS, bucket
-from mongopat.migrate.runner import CATCH_UP_PASSES, CONFLICT_ROUNDS, StepOutcome, count
+from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
 from mongopat.migrate.server.document_versions import (
     backup,
     backup_id,
@@ -198,7 +198,9 @@ class BucketSteps(ServerSteps):
             return now
 
         pending = [version for version in versions_of(batch) if bucket.is_pending(version.document, step)]
-        moved = conflict_rounds(pending, move, current, lambda doc: bucket.is_pending(doc, step), stats)
+        moved, left = conflict_rounds(pending, move, current, lambda doc: bucket.is_pending(doc, step), stats)
+        if left:
+            count(stats, "conflicts_unresolved", len(left))  # pending still: the catch-up passes take them
         return moved + pulled[0]
 
     def _push(self, step: Step, readings: list[Document], fill: bucket.BucketFill) -> dict[Any, tuple[Any, Any]]:
@@ -328,7 +330,8 @@ class BucketSteps(ServerSteps):
 
     def _unpack(self, migration_id: str, index: int, step: Step, buckets: list[Document]) -> list[Any]:
         """Write the readings of these buckets back as documents, then delete each bucket only while it is
-        the version unpacked; returns the _ids of buckets still changing after the conflict rounds."""
+        the version unpacked (``document_batches.conflict_rounds``); returns the _ids of buckets still
+        changing after the rounds."""
         collection = self.db[step.collection]
         ids = [item["_id"] for b in buckets for item in b.get("readings") or []]
         backups = {
@@ -338,37 +341,41 @@ class BucketSteps(ServerSteps):
             )
         }
         written: dict[Any, dict[Any, Any]] = {}  # bucket -> readings written from it (hashable _id -> _id)
-        todo = buckets
-        for _round in range(CONFLICT_ROUNDS + 1):
-            if not todo:
-                return []
+
+        def unpack(todo: list[Version], again: bool) -> tuple[int, list[Version]]:
             writes = []
-            for b in todo:
+            for b in (version.document for version in todo):
                 from_bucket = written.setdefault(_key(b["_id"]), {})
                 for item in b.get("readings") or []:
                     writes.append(ReplaceOne({"_id": item["_id"]}, _as_document(item, b, step, backups), upsert=True))
                     from_bucket[_key(item["_id"])] = item["_id"]
             if writes:
                 collection.bulk_write(writes, ordered=False)
-            present = {_key(d["_id"]) for d in collection.find({"_id": {"$in": [b["_id"] for b in todo]}}, {"_id": 1})}
-            for b in todo:
+            bucket_ids = [version.document["_id"] for version in todo]
+            present = {_key(d["_id"]) for d in collection.find({"_id": {"$in": bucket_ids}}, {"_id": 1})}
+            for b in (version.document for version in todo):
                 if _key(b["_id"]) not in present:
                     # The application deleted the whole bucket before its readings were written back.
                     self._delete_readings(step, [item["_id"] for item in b.get("readings") or []])
-            todo = [b for b in todo if _key(b["_id"]) in present]
+            todo = [version for version in todo if _key(version.document["_id"]) in present]
             if not todo:
-                return []
-            result = collection.bulk_write([DeleteOne(unchanged_since(b)) for b in todo], ordered=False)
-            if result.deleted_count == len(todo):
-                return []
-            now = [decoded(found) for found in collection.find({"_id": {"$in": [b["_id"] for b in todo]}})]
+                return len(writes), []
+            result = collection.bulk_write([DeleteOne(unchanged_since(v.document)) for v in todo], ordered=False)
+            return len(writes) + len(todo), [] if result.deleted_count == len(todo) else todo
+
+        def current(missed: list[Version]) -> list[Version]:
+            now = [decoded(found) for found in collection.find({"_id": {"$in": [v.document["_id"] for v in missed]}})]
             for b in now:
                 # Readings pulled from the bucket meanwhile were deleted by the application.
                 kept = {_key(item.get("_id")) for item in b.get("readings") or []}
                 from_bucket = written.get(_key(b["_id"]), {})
                 self._delete_readings(step, [ident for key, ident in from_bucket.items() if key not in kept])
-            todo = now
-        return [b["_id"] for b in todo]
+            return [Version(None, b) for b in now]
+
+        versions = [Version(None, b) for b in buckets]
+        # A bucket still there after a lost race is still to unpack, whatever it holds now.
+        _written, left = conflict_rounds(versions, unpack, current, lambda _doc: True, {})
+        return [version.document["_id"] for version in left]
 
     def _delete_readings(self, step: Step, ids: list[Any]) -> None:
         if ids:

@@ -27,9 +27,16 @@ from pymongo.errors import BulkWriteError
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.context_sources import DatabaseDocuments
-from mongopat.migrate.document_batches import Change, Version, apply_batch, apply_batches, refuse_existing
+from mongopat.migrate.document_batches import (
+    Change,
+    Version,
+    apply_batch,
+    apply_batches,
+    conflict_rounds,
+    refuse_existing,
+)
 from mongopat.migrate.operations import OPERATIONS, transform
-from mongopat.migrate.runner import CONFLICT_ROUNDS, StepOutcome, count
+from mongopat.migrate.runner import StepOutcome, count
 from mongopat.migrate.server.document_versions import (
     backup,
     backup_id,
@@ -311,7 +318,8 @@ class DocumentSteps(InServerSteps, ServerSteps):
         A document unchanged since ``up`` (its digest is the one ``up`` wrote) gets its original back,
         byte for byte. One the application changed since gets the step's inverse applied to its current
         state. One it deleted stays deleted. Every write is conditional on the version read; a lost race
-        is read again, a bounded number of times.
+        is read again, a bounded number of times (``document_batches.conflict_rounds``), and one still
+        losing after them is left as it is, its original kept.
         """
         operation = OPERATIONS[step.name]
         collection = self.db[step.collection]
@@ -322,18 +330,16 @@ class DocumentSteps(InServerSteps, ServerSteps):
             for item in self.db[step.params[parameter]].find({"parentId": {"$in": ids}}):
                 side.setdefault(hashable_key(item["parentId"]), []).append(item)
         unresolved: list[Any] = []
-        todo = ids
-        for _round in range(CONFLICT_ROUNDS + 1):
-            if not todo:
-                break
-            found = self._collection(step.collection).find({"_id": {"$in": todo}})
-            writes, targets, expected = [], {}, {}
-            for raw in found:
-                current = decoded(raw)
+        expected: dict[Any, bytes] = {}  # the digest of what each write put back
+
+        def restore(todo: list[Version], again: bool) -> tuple[int, list[Version]]:
+            writes, written = [], []
+            for version in todo:
+                current = version.document
                 key = hashable_key(current["_id"])
                 backup = originals[key]
                 original = bson.decode(original_bytes(backup))
-                if backup.get("after") is None or left_alone(raw_bytes(raw), backup):
+                if backup.get("after") is None or left_alone(version.raw or b"", backup):
                     restored: Document | None = original  # left alone since up: the original bytes
                 else:
                     restored = operation.inverse(current, original, step, side.get(key, []))
@@ -341,23 +347,24 @@ class DocumentSteps(InServerSteps, ServerSteps):
                     unresolved.append(current["_id"])
                     continue
                 writes.append(ReplaceOne(unchanged_since(current), restored))
-                targets[key] = current["_id"]
+                written.append(version)
                 expected[key] = digest(bson.encode(restored))
             if not writes:
-                break
+                return 0, []
             result = collection.bulk_write(writes, ordered=False)
-            if result.matched_count == len(writes):
-                break
-            # Some lost a race with the application: those still in the new shape are tried again from the
-            # version now stored; one already back in the old shape was restored and written since.
-            again = self._collection(step.collection).find({"_id": {"$in": list(targets.values())}})
-            todo = [
-                targets[key]
-                for raw in again
-                if digest(raw_bytes(raw)) != expected[key := hashable_key(decoded(raw)["_id"])]
-                and not operation.is_pending(decoded(raw), step)
-            ]
-        return unresolved
+            return len(writes), [] if result.matched_count == len(writes) else written
+
+        def current(missed: list[Version]) -> list[Version]:
+            # Those written since are no longer candidates: restored by this round, or deleted.
+            now = versions_of(
+                self._collection(step.collection).find({"_id": {"$in": [v.document["_id"] for v in missed]}})
+            )
+            return [v for v in now if digest(v.raw or b"") != expected.get(hashable_key(v.document["_id"]))]
+
+        found = versions_of(self._collection(step.collection).find({"_id": {"$in": ids}}))
+        # Those back in the old shape since were restored and written since: the application's now.
+        _written, left = conflict_rounds(found, restore, current, lambda doc: not operation.is_pending(doc, step), {})
+        return unresolved + [version.document["_id"] for version in left]
 
     # -- samples -----------------------------------------------------------------------------------
 
