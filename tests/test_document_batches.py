@@ -20,6 +20,7 @@ from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
 from mongopat.migrate.transform_api import Context, Document
 from tests.test_migrate_runtime import STEPS, dataset, write
+from tests.test_online import BeforeBulkWrite
 
 DOCUMENT_STEPS = sorted(name for name, spec in STEPS.items() if spec["step"] in OPERATIONS)
 
@@ -116,33 +117,6 @@ def test_documents_already_in_the_new_shape_are_not_given_to_the_step(tmp_path: 
     assert store.written == {1: {"_id": 1, "items": [{"price": 2, "qty": 3}], "total": 6}}
 
 
-class Meddling:
-    """A database whose application changes one order before every bulk write mongopat sends to orders."""
-
-    def __init__(self, db: Any, ident: Any) -> None:
-        self._db, self.ident, self.meddled = db, ident, 0
-
-    def __getitem__(self, name: str) -> Any:
-        collection = self._db[name]
-        if name != "orders":
-            return collection
-        outer = self
-
-        class Collection:
-            def __getattr__(self, attribute: str) -> Any:
-                return getattr(collection, attribute)
-
-            def bulk_write(self, operations: list[Any], **kwargs: Any) -> Any:
-                collection.update_one({"_id": outer.ident}, {"$inc": {"meddled": 1}})
-                outer.meddled += 1
-                return collection.bulk_write(operations, **kwargs)
-
-        return Collection()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._db, name)
-
-
 def test_down_leaves_a_document_that_keeps_changing_as_it_is_and_keeps_its_original(mongo, tmp_path):
     """Past the conflict rounds, ``down`` names the document and keeps its original for a later down,
     instead of dropping its backup with the document still in the new shape."""
@@ -157,15 +131,20 @@ def test_down_leaves_a_document_that_keeps_changing_as_it_is_and_keeps_its_origi
     options = RunOptions(batch_size=37, client_side=True)
     Runner(db, load_folder(folder), options).up()
     victim = sorted(d["_id"] for d in db.orders.find({}, {"_id": 1}))[40]
-    meddling = Meddling(db, victim)
+    meddled = []
+
+    def meddle(_operations: list[Any]) -> None:  # the application changes the victim before every write
+        db.orders.update_one({"_id": victim}, {"$inc": {"meddled": 1}})
+        meddled.append(1)
+
     with pytest.raises(OperationFailed, match=rf"1 document\(s\) changed by the application .*{victim}"):
-        Runner(meddling, load_folder(folder), options).down()
+        Runner(BeforeBulkWrite(db, "orders", meddle), load_folder(folder), options).down()
     assert db.mongopat_backup.count_documents({}) == 1  # the victim's original, for the next down
     document = db.orders.find_one({"_id": victim})
-    assert document["meddled"] == meddling.meddled and document["flags"] == {"reviewed": False}
+    assert document["meddled"] == len(meddled) and document["flags"] == {"reviewed": False}
     Runner(db, load_folder(folder), options).down()  # the application stopped: the inverse applies
     document = db.orders.find_one({"_id": victim})
-    assert "reviewed" not in document.get("flags", {}) and document["meddled"] == meddling.meddled
+    assert "reviewed" not in document.get("flags", {}) and document["meddled"] == len(meddled)
     assert db.mongopat_backup.count_documents({}) == 0
     db.orders.delete_one({"_id": victim})
     others = bson.encode(db.orders.find_one({"_id": {"$gt": victim}}))

@@ -178,6 +178,33 @@ class BackupCollection:
         return getattr(self._collection, name)
 
 
+class BeforeBulkWrite:
+    """A database whose collection ``name`` calls ``before(operations)`` before each bulk write mongopat
+    sends it (an application writing, or a crash, at that moment); everything else as the database."""
+
+    def __init__(self, db: Any, name: str, before: Callable[[list[Any]], None]) -> None:
+        self._db, self._name, self._before = db, name, before
+
+    def __getitem__(self, name: str) -> Any:
+        collection = self._db[name]
+        if name != self._name:
+            return collection
+        before = self._before
+
+        class Collection:
+            def __getattr__(self, attribute: str) -> Any:
+                return getattr(collection, attribute)
+
+            def bulk_write(self, operations: list[Any], **kwargs: Any) -> Any:
+                before(operations)
+                return collection.bulk_write(operations, **kwargs)
+
+        return Collection()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
 class InterleavingDatabase:
     def __init__(self, db: Any, app: Application) -> None:
         self._db, self._app = db, app

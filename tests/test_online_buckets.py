@@ -16,7 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from test_online import Application, Crash, InterleavingDatabase, up_with_crashes, with_writer_thread
+from test_online import (
+    Application,
+    BeforeBulkWrite,
+    Crash,
+    InterleavingDatabase,
+    up_with_crashes,
+    with_writer_thread,
+)
 
 from mongopat.migrate.operations import bucket
 from mongopat.migrate.runner import RunOptions
@@ -223,34 +230,18 @@ def test_a_writer_thread_during_up_and_down(mongo, tmp_path):
     assert db.readings.count_documents(bucket.buckets_filter()) == 0
 
 
-class CrashBeforeDelete:
+def crash_before_delete(db: Any, deletes_before_crash: int) -> BeforeBulkWrite:
     """The readings collection of a run killed after it pushed a batch into buckets, before it deleted the
     readings (the window where a replay must not push them twice)."""
+    left = [deletes_before_crash]
 
-    def __init__(self, db: Any, deletes_before_crash: int) -> None:
-        self._db, self.left = db, deletes_before_crash
+    def before(operations: list[Any]) -> None:
+        if operations and type(operations[0]).__name__ == "DeleteOne":
+            left[0] -= 1
+            if left[0] < 0:
+                raise Crash()
 
-    def __getitem__(self, name: str) -> Any:
-        collection = self._db[name]
-        if name != "readings":
-            return collection
-        outer = self
-
-        class Collection:
-            def __getattr__(self, attribute: str) -> Any:
-                return getattr(collection, attribute)
-
-            def bulk_write(self, operations: list[Any], **kwargs: Any) -> Any:
-                if operations and type(operations[0]).__name__ == "DeleteOne":
-                    outer.left -= 1
-                    if outer.left < 0:
-                        raise Crash()
-                return collection.bulk_write(operations, **kwargs)
-
-        return Collection()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._db, name)
+    return BeforeBulkWrite(db, "readings", before)
 
 
 @pytest.mark.parametrize("crash_after", [0, 2, 5])
@@ -258,7 +249,7 @@ def test_a_crash_between_push_and_delete_is_replayed_without_duplicates(mongo, t
     db = mongo.db
     folder = setup(db, tmp_path, 30 + crash_after)
     with pytest.raises(Crash):
-        Runner(CrashBeforeDelete(db, crash_after), load_folder(folder), RunOptions(batch_size=7)).up()
+        Runner(crash_before_delete(db, crash_after), load_folder(folder), RunOptions(batch_size=7)).up()
     assert any(len(copies) == 2 for copies in every_reading(db).values())  # pushed, not deleted yet
     Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
     found = every_reading(db)
