@@ -387,7 +387,7 @@ class ServerDocuments:
     """
 
     def __init__(self, steps: DocumentSteps, migration_id: str, index: int, kept: dict[Any, Any]) -> None:
-        self.db, self.steps = steps.db, steps
+        self.db, self.raw_collection = steps.db, steps.runner.raw_collection
         self.migration_id, self.index = migration_id, index
         self.kept = kept  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
 
@@ -434,7 +434,7 @@ class ServerDocuments:
     def current(self, step: Step, versions: list[Version], stats: dict[str, Any]) -> list[Version]:
         """Those the application deleted meanwhile are counted and their side documents removed."""
         ids = [version.document["_id"] for version in versions]
-        now = versions_of(self.steps._collection(step.collection).find({"_id": {"$in": ids}}))
+        now = versions_of(self.raw_collection(step.collection).find({"_id": {"$in": ids}}))
         present = {hashable_key(version.document["_id"]) for version in now}
         gone = [ident for ident in ids if hashable_key(ident) not in present]
         if gone:
