@@ -158,13 +158,14 @@ def test_bucket_groups_by_series_and_window_and_loses_nothing():
 
 def test_bucket_fill_places_readings_in_the_newest_bucket_with_room():
     fill = BucketFill(3)
-    assert fill.place("a", 2) == [(0, 2)]
-    assert fill.place("a", 5) == [(0, 1), (1, 3), (2, 1)]  # a run of readings split as buckets fill
-    assert fill.place("b") == [(0, 1)]  # windows are independent
-    fill.full("a", 2)  # another writer filled bucket 2: the next readings start bucket 3
-    assert fill.place("a") == [(3, 1)]
-    fill.full("a", 1)  # an older bucket reported full changes nothing
-    assert fill.place("a") == [(3, 1)]
+    a, b = ("a", 0), ("b", 0)  # windows: (series, start)
+    assert fill.place(a, 2) == [(0, 2)]
+    assert fill.place(a, 5) == [(0, 1), (1, 3), (2, 1)]  # a run of readings split as buckets fill
+    assert fill.place(b) == [(0, 1)]  # windows are independent
+    fill.full(a, 2)  # another writer filled bucket 2: the next readings start bucket 3
+    assert fill.place(a) == [(3, 1)]
+    fill.full(a, 1)  # an older bucket reported full changes nothing
+    assert fill.place(a) == [(3, 1)]
 
 
 def test_bucket_fill_seeds_from_storage_and_continues_closed_windows():
@@ -176,7 +177,8 @@ def test_bucket_fill_seeds_from_storage_and_continues_closed_windows():
     fill.place(("s", 120))
     assert fill.close(100) == [("s", 60)]  # windows starting before 100
     assert fill.place(("s", 60)) == [(4, 1)]  # a late reading: never into a bucket already written
-    assert sorted(fill.close(None)) == [("s", 60), ("s", 120)]
+    assert fill.close_behind(20) == [("s", 60)]  # starts more than two windows of 20 before the newest, 120
+    assert fill.close(None) == [("s", 120)]
     fill.forget()
     assert fill.place(("s", 60)) == [(0, 1)]
 

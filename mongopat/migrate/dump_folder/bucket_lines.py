@@ -328,7 +328,6 @@ class BucketMerger:
         self._write = write
         self.fill = BucketFill(spec.capacity)
         self.open: dict[tuple[Any, float], _Bucket] = {}
-        self.newest: float | None = None
         self.read = self.passthrough = self.written = 0
 
     def add(self, chunk: Chunk) -> None:
@@ -339,9 +338,8 @@ class BucketMerger:
         for group in chunk.groups:
             self._add(group)
         self.read += chunk.records
-        end = chunk.first_line - 1 + chunk.lines
-        if self.newest is not None and end % CLOSE_EVERY_LINES == 0:
-            self.close(self.newest - 2 * self.spec.width)
+        if (chunk.first_line - 1 + chunk.lines) % CLOSE_EVERY_LINES == 0:
+            self._write_closed(self.fill.close_behind(self.spec.width))
 
     def _add(self, group: Group) -> None:
         key = (series_key_of(group.series), group.start)
@@ -356,8 +354,6 @@ class BucketMerger:
                 for reading in islice(readings, taken):
                     single = _group(group.series, group.start, [reading], self.spec)
                     bucket.take(1, single.readings, single.low, single.high)
-        if self.newest is None or group.start > self.newest:
-            self.newest = group.start
 
     def _bucket(self, key: tuple[Any, float], group: Group, sequence: int) -> _Bucket:
         """The open bucket ``sequence`` of the window; the one it follows is written out."""
@@ -368,9 +364,12 @@ class BucketMerger:
             bucket = self.open[key] = _Bucket(group.series, group.start, sequence, len(self.spec.measurements))
         return bucket
 
-    def close(self, older_than: float | None) -> None:
+    def close(self, older_than: float | None = None) -> None:
         """Write out the buckets of windows that start before ``older_than`` (all of them with None)."""
-        for key in self.fill.close(older_than):
+        self._write_closed(self.fill.close(older_than))
+
+    def _write_closed(self, keys: list[tuple[Any, float]]) -> None:
+        for key in keys:
             self._emit(self.open.pop(key))
 
     def _emit(self, bucket: _Bucket) -> None:
@@ -513,7 +512,7 @@ def bucket_file(
                 merger.add(chunk)
                 if after_chunk is not None:
                     after_chunk(merger.read)
-        merger.close(None)
+        merger.close()
     finally:
         if collecting:
             gc.enable()

@@ -4,7 +4,6 @@ the file."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -77,30 +76,22 @@ class BucketFiles(FileRewrites):
         """Stream readings into buckets; buckets of windows well behind the newest are written out, so
         memory holds the open windows only (plus one sequence number per window closed)."""
         builder = BucketBuilder(step)
-        newest = None
         read = passthrough = 0
-        window = datetime.timedelta(seconds=step.params["window_seconds"])
-
-        def write_closed(older_than: Any) -> None:
-            for bucket in builder.close(older_than):
-                out.write(bucket)
-
         for doc in documents:
-            bucket = builder.add(doc)
+            if builder.add(doc) is None:
+                out.write(doc)
+                passthrough += 1
             read += 1
             for full in builder.completed:
                 out.write(full)
             builder.completed.clear()
-            if bucket is None:
-                out.write(doc)
-                passthrough += 1
-            elif newest is None or bucket["start"] > newest:
-                newest = bucket["start"]
-            if read % CLOSE_EVERY_LINES == 0 and newest is not None:
-                write_closed(newest - 2 * window)
+            if read % CLOSE_EVERY_LINES == 0:
+                for bucket in builder.close_behind():
+                    out.write(bucket)
             if read % self.runner.options.batch_size == 0:
                 self.runner.hook(migration_id, index, read)
-        write_closed(None)
+        for bucket in builder.close():
+            out.write(bucket)
         return read, {"passthrough": passthrough}
 
     def _write_buckets_fast(

@@ -307,6 +307,7 @@ class BucketFill:
         self.capacity = capacity
         self.open: dict[Any, list[int]] = {}  # key -> [newest sequence, readings it holds]
         self.closed: dict[Any, int] = {}  # key -> last sequence of a window closed
+        self.newest: Any = None  # the latest window start placed
 
     def seed(self, key: Any, sequence: int, readings: int) -> None:
         """What storage holds already: a bucket ``sequence`` of ``readings`` (only a newer one counts)."""
@@ -320,6 +321,8 @@ class BucketFill:
         known = self.open.get(key)
         if known is None:
             known = self.open[key] = [self.closed.pop(key, -1) + 1, 0]
+        if self.newest is None or key[1] > self.newest:
+            self.newest = key[1]
         spread = []
         while readings > 0:
             if known[1] >= self.capacity:
@@ -342,6 +345,11 @@ class BucketFill:
         for key in keys:
             self.closed[key] = self.open.pop(key)[0]
         return keys
+
+    def close_behind(self, width: Any) -> list[Any]:
+        """Close the windows that start more than two windows (of ``width``) before the newest placed, so
+        that memory holds the open windows only; readings a little out of order still find theirs open."""
+        return [] if self.newest is None else self.close(self.newest - 2 * width)
 
     def forget(self) -> None:
         """Forget everything (a backend that can read it again from storage bounds its memory so)."""
@@ -399,13 +407,18 @@ class BucketBuilder:
                 bucket["max"][name] = value if high is None else max(high, value)
         return bucket
 
-    def close(self, older_than: datetime.datetime | None) -> list[Document]:
-        """The open buckets of windows that start before ``older_than`` (all with None), now closed."""
-        closed = []
-        for key in self.fill.close(older_than):
-            closed.append(self.open.pop(key))
+    def close(self) -> list[Document]:
+        """Every open bucket, now closed."""
+        return self._closed(self.fill.close(None))
+
+    def close_behind(self) -> list[Document]:
+        """The open buckets of windows well behind the newest (:meth:`BucketFill.close_behind`), closed."""
+        return self._closed(self.fill.close_behind(datetime.timedelta(seconds=self.window)))
+
+    def _closed(self, keys: list[Any]) -> list[Document]:
+        for key in keys:
             self.ids.pop(key, None)
-        return closed
+        return [self.open.pop(key) for key in keys]
 
     def _new(self, series: Any, start: datetime.datetime, sequence: int) -> Document:
         return {

@@ -157,7 +157,7 @@ class BucketSteps(ServerSteps):
         (``document_batches.conflict_rounds``)."""
         collection = self.db[step.collection]
         placed: dict[Any, tuple[Any, Any]] = {}  # reading -> (its _id, the bucket it was pushed into)
-        pulled = [0]  # the pulls of stale copies, sent while reading again
+        pulled = 0  # the pulls of stale copies, sent while reading again
 
         def move(todo: list[Version], again: bool) -> tuple[int, list[Version]]:
             written = self._pull_copies(step, [doc for _raw, doc in todo]) if replay or again else 0
@@ -190,18 +190,19 @@ class BucketSteps(ServerSteps):
             return written, [] if result.deleted_count == len(todo) else todo
 
         def current(missed: list[Version]) -> list[Version]:
+            nonlocal pulled
             # Changed by the application after they were read: their copies are stale. Those still there are
             # pulled out (pending or not); those gone were deleted after the check above, by an application
             # that also pulls them from their bucket.
             now = versions_of(collection.find({"_id": {"$in": [doc["_id"] for _raw, doc in missed]}}))
-            pulled[0] += self._pull(step, [placed[_key(doc["_id"])] for _raw, doc in now])
+            pulled += self._pull(step, [placed[_key(doc["_id"])] for _raw, doc in now])
             return now
 
         pending = [version for version in versions_of(batch) if bucket.is_pending(version.document, step)]
         moved, left = conflict_rounds(pending, move, current, lambda doc: bucket.is_pending(doc, step), stats)
         if left:
             count(stats, "conflicts_unresolved", len(left))  # pending still: the catch-up passes take them
-        return moved + pulled[0]
+        return moved + pulled
 
     def _push(self, step: Step, readings: list[Document], fill: bucket.BucketFill) -> dict[Any, tuple[Any, Any]]:
         """Push readings into the buckets :class:`~mongopat.migrate.operations.bucket.BucketFill` places
