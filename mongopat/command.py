@@ -85,8 +85,9 @@ def analyze_source(
     if source.kind == "mongomock":
         notes.append("mongomock is an in-process test double: storage sizes and index usage are not reported")
     entries = [analyses[name].to_dict() for name in names]
+    by_name = {entry["name"]: entry for entry in entries}
     for entry in entries:
-        entry["patterns_in_place"] = patterns_in_place(entry)
+        entry["patterns_in_place"] = patterns_in_place(entry, by_name)
     return build_report(source.kind, source.location, source.database, entries, notes)
 
 

@@ -115,7 +115,7 @@ def test_insert_rate_from_objectid_timestamps():
     report = analyse(docs)
     profile = report["time"][0]
     assert profile["field"] == "_id" and profile["span_seconds"] == 59
-    assert profile["avg_per_sec"] == float(f"{120 / 59:.4g}")
+    assert profile["avg_per_sec"] == 2.0  # over the 60 whole seconds the documents fall in
     assert profile["peak_per_second"] == 10
     assert profile["peak_per_minute"] == 120
     assert profile["first"] == "2023-11-14T22:13:00Z"
@@ -129,7 +129,19 @@ def test_sampled_rates_are_scaled_and_omit_per_second_peaks():
     assert profile["scaled"] is True
     assert profile["estimated_documents"] == 10_000
     assert profile["peak_per_second"] is None
-    assert profile["avg_per_sec"] == float(f"{10_000 / (99 * 36):.4g}")
+    assert profile["avg_per_sec"] == float(f"{10_000 / (99 * 36 + 1):.4g}")
+
+
+def test_an_average_rate_never_passes_its_peak():
+    # Stamped at seconds 0, 1 and 2: a span of 2 seconds that fills three (the sales sample's import).
+    start = 1_700_000_000
+    counts = (700, 2230, 2070)
+    docs = [{"_id": oid_at(start + second, second * 10_000 + i)} for second, n in enumerate(counts) for i in range(n)]
+    profile = analyse(docs)["time"][0]
+    assert profile["span_seconds"] == 2
+    assert profile["peak_per_second"] == 2230
+    assert profile["avg_per_sec"] == float(f"{sum(counts) / 3:.4g}") <= profile["peak_per_second"]
+    assert profile["avg_per_hour"] is None  # three seconds say nothing of an hour
 
 
 def test_insert_rate_from_date_fields():
@@ -138,7 +150,7 @@ def test_insert_rate_from_date_fields():
     report = analyse(docs)
     profile = next(p for p in report["time"] if p["field"] == "ts")
     assert profile["kind"] == "date" and profile["span_seconds"] == 3600
-    assert profile["avg_per_hour"] == 61.0
+    assert profile["avg_per_hour"] == float(f"{61 / 3601 * 3600:.4g}")
 
 
 def test_shape_drift_finds_appearing_and_vanishing_fields():

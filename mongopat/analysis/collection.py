@@ -19,6 +19,7 @@ import bson
 from bson import ObjectId, json_util
 from bson.errors import BSONError
 
+from mongopat.analysis.array_kinds import annotate_arrays
 from mongopat.analysis.schema import (
     ARRAY_LENGTH_BOUNDS,
     MAP_KEY,
@@ -31,6 +32,8 @@ from mongopat.analysis.schema import (
 from mongopat.analysis.shapes import ShapeTracker
 from mongopat.analysis.shards import chunks_seen
 from mongopat.analysis.sketches import Distribution
+from mongopat.analysis.system_output import note as system_note
+from mongopat.analysis.system_output import system_output
 from mongopat.analysis.timeline import DateProfiles, TimeProfile, objectid_epoch, objectid_epochs
 from mongopat.errors import InputError
 from mongopat.sources import shared_parts
@@ -113,6 +116,7 @@ class CollectionAnalysis:
         self.sampling: Sampling | None = None
         self.notes: list[str] = []
         self.references: list[dict[str, Any]] = []  # filled by analysis.references across collections
+        self.ambiguous_references: list[dict[str, Any]] = []  # fields matching several collections alike
         self.example: Any = None
 
     def add(self, document: dict[str, Any], size: int | None) -> None:
@@ -289,7 +293,8 @@ class CollectionAnalysis:
         distinct = slot.distinct
         scalar_values = sum(c for name, c in slot.types.items())
         if scalar_values:
-            estimate = distinct.estimate()
+            # A sample of the distinct values scaled up can pass the number of values it stands for.
+            estimate = min(distinct.estimate(), scalar_values)
             top = None
             if estimate <= self.limits.low_cardinality:
                 counted = distinct.top(self.limits.top_values)
@@ -331,6 +336,9 @@ class CollectionAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         fields = self.field_entries()
+        annotate_arrays(fields)
+        written_by = system_output(self.name, fields)
+        notes = self.stats.notes + self.notes + ([system_note(written_by)] if written_by else [])
         scale = self.scale()
         size_summary = self.sizes.summary()
         size_summary.update(
@@ -371,8 +379,10 @@ class CollectionAnalysis:
             "time": time_profiles,
             "drift": self.shapes.to_dict(),
             "references": self.references,
+            "ambiguous_references": self.ambiguous_references,
             "indexes": [index.to_dict() for index in self.indexes],
-            "notes": self.stats.notes + self.notes,
+            "notes": notes,
+            "system_output": written_by,
             "example": self.example,
         }
 

@@ -8,6 +8,7 @@ recommend them again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -44,20 +45,44 @@ def _children(fields: dict[str, dict[str, Any]], prefix: str) -> dict[str, dict[
     }
 
 
+# Dates that stamp a document's life (Mongoose's createdAt/updatedAt, audit fields) are not a time window.
+AUDIT_DATE = re.compile(r"^_?(created|updated|modified|deleted|last_?modified|inserted)(_?at|_?on|_?date)?$", re.I)
+# Fields of an element that name who or what it is about: a list of participants, not readings.
+IDENTITY_NAME = re.compile(r"(?:Id|_id|ID|Ids|_ids|Ref|_ref)$|^(user|member|participant|author|owner|role)s?$", re.I)
+
+
+def _measurements(children: dict[str, dict[str, Any]]) -> list[str]:
+    """Numeric fields of an array's elements whose values vary: what readings measure."""
+    return [
+        name
+        for name, child in children.items()
+        if _dominant(child) in NUMERIC and ((child.get("cardinality") or {}).get("distinct") or 0) > 1
+    ]
+
+
+def _identities(children: dict[str, dict[str, Any]]) -> list[str]:
+    return [name for name, child in children.items() if _dominant(child) == "objectId" or IDENTITY_NAME.search(name)]
+
+
 def bucket(collection: Collection) -> dict[str, Any] | None:
-    """Documents each holding an array of timestamped readings (or numbers) with a count or a time window."""
+    """Documents each holding an array of readings with a count or a time window: elements that are
+    measurements over time (a time per element and numeric values that vary, no identities: a list of
+    participants with ``joinedAt`` is not a bucket), or plain numbers. GeoJSON, vectors and coordinate
+    pairs are not readings (``array.kind``)."""
     fields = _fields(collection)
     top = _top_level(fields)
-    dates = [f["path"] for f in top if _dominant(f) == "date"]
+    dates = [f["path"] for f in top if _dominant(f) == "date" and not AUDIT_DATE.match(f["path"])]
     counts = [f["path"] for f in top if f["path"] in COUNT_NAMES and _dominant(f) in ("int", "long")]
     for field in top:
         array = field.get("array")
-        if not array or (array.get("p50") or 0) < 2:
+        if not array or (array.get("p50") or 0) < 2 or array.get("kind"):
             continue
         element = array["element_types"][0]["type"] if array.get("element_types") else None
         children = _children(fields, field["path"] + "[]")
         times = [name for name, child in children.items() if _dominant(child) == "date"]
-        readings = (element == "object" and times) or element in NUMERIC
+        measured = _measurements(children)
+        objects = element == "object"
+        readings = bool(times and measured and not _identities(children)) if objects else element in NUMERIC
         if not readings or not (counts or len(dates) >= 2):
             continue
         size = collection.get("document_size", {})
@@ -69,6 +94,7 @@ def bucket(collection: Collection) -> dict[str, Any] | None:
                 "time_field": f"{field['path']}[].{times[0]}" if times else None,
                 "count_field": counts[0] if counts else None,
                 "window_fields": dates[:2],
+                "measurements": [f"{field['path']}[].{name}" for name in measured],
                 "readings_p50": array.get("p50"),
                 "readings_p95": array.get("p95"),
                 "readings_max": array.get("max"),
@@ -107,8 +133,10 @@ def attribute(collection: Collection) -> dict[str, Any] | None:
     return None
 
 
-def extended_reference(collection: Collection) -> list[dict[str, Any]]:
-    """Sub-documents that hold a reference to another collection and copies of some of its fields."""
+def extended_reference(collection: Collection, others: dict[str, Collection] | None = None) -> list[dict[str, Any]]:
+    """Sub-documents that hold a reference to another collection and copies of some of its fields. With
+    ``others`` (the report's collections by name), only fields the target holds count as copies: a
+    profiler's ``query`` filter names a student, it copies nothing of the student."""
     fields = _fields(collection)
     found = []
     references = collection.get("references", [])
@@ -123,6 +151,10 @@ def extended_reference(collection: Collection) -> list[dict[str, Any]]:
             if reference["target"] == collection.get("name") or not (inner or beside):
                 continue
             copied = sorted(name for name in children if f"{field['path']}.{name}" != ref_field and name != "_id")
+            target = (others or {}).get(reference["target"])
+            if target is not None:
+                held = {f["path"] for f in target.get("fields", []) if f["depth"] == 1}
+                copied = [name for name in copied if name in held]
             if not copied:
                 continue
             found.append(
@@ -235,11 +267,12 @@ RECOGNISERS: tuple[Callable[[Collection], Any], ...] = (
 )  # fmt: skip
 
 
-def patterns_in_place(collection: Collection) -> list[dict[str, Any]]:
-    """Every pattern the collection already follows, each ``{pattern, fields, evidence}``."""
+def patterns_in_place(collection: Collection, others: dict[str, Collection] | None = None) -> list[dict[str, Any]]:
+    """Every pattern the collection already follows, each ``{pattern, fields, evidence}``; ``others``, the
+    report's collections by name, lets the recognisers that compare with a referenced collection do so."""
     found: list[dict[str, Any]] = []
     for recognise in RECOGNISERS:
-        result = recognise(collection)
+        result = extended_reference(collection, others) if recognise is extended_reference else recognise(collection)
         if isinstance(result, list):
             found.extend(result)
         elif result is not None:

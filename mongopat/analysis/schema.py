@@ -350,7 +350,7 @@ class MapKeys:
         measured = self.per_document.summary() if self.per_document.n else None
         return {
             "value_path": value_path,
-            "keys": self.distinct.estimate(),
+            "keys": min(self.distinct.estimate(), self.occurrences) if self.occurrences else self.distinct.estimate(),
             "keys_exact": self.distinct.exact,
             "key_forms": [{"form": form, "share": round(count / total, 4)} for form, count in forms.most_common()],
             "keys_per_document": {

@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Iterable
 from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, not_, rshift
+from operator import attrgetter, methodcaller, not_, rshift
 from typing import Any
+from zlib import crc32
 
 from bson import Decimal128, ObjectId
 
@@ -177,24 +178,73 @@ def _tidy(value: float | None) -> float | int | None:
 # is a signed 64-bit integer, and read unsigned, a negative one has its top bit set: so the test is that
 # the hash is not negative and below 2**(64 - L), which is the hash shifted right by 64 - L being 0 (an
 # arithmetic shift leaves -1 for a negative one).
+#
+# The hash must not depend on the process: Python salts the hashes of str, bytes, ObjectId and datetime
+# per process (PYTHONHASHSEED), which made the estimates of one file differ from run to run. Each value is
+# first turned into a number that does not (its CRC-32, or itself for numbers, whose hashes are unsalted
+# and equal for 3 and 3.0 as MongoDB's comparison wants), and that number is spread by the hash of a
+# 1-tuple, which is unsalted too.
 
 
 def _shift(level: int) -> int:
     return 64 - level
 
 
+_encode = methodcaller("encode", "utf-8", "surrogatepass")
+_NUMBERS = frozenset((int, float, bool, type(None)))
+_EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
+_MICROSECOND_STEP = datetime.timedelta(microseconds=1)
+
+
+def _stable_key(value: object) -> object:
+    """A stand-in for ``value`` whose hash is the same in every process (numbers stand for themselves)."""
+    kind = type(value)
+    if kind is str:
+        return crc32(_encode(value))  # type: ignore[arg-type]
+    if kind is ObjectId:
+        return crc32(value.binary)  # type: ignore[attr-defined]
+    if isinstance(value, (int, float)) or value is None:
+        return value
+    if isinstance(value, datetime.datetime):
+        naive = value.replace(tzinfo=None) - value.utcoffset() if value.tzinfo else value
+        return (naive - _EPOCH_NAIVE) // _MICROSECOND_STEP
+    if isinstance(value, bytes):
+        return crc32(value)
+    if isinstance(value, Decimal128):
+        return crc32(value.bid)
+    return crc32(_encode(f"{type(value).__name__}:{value!r}"))
+
+
+def _stable_keys(values: list[object]) -> list[object]:
+    """:func:`_stable_key` of many, by C loops for the common columns (all strings, all ObjectIds, numbers)."""
+    kinds = set(map(type, values))
+    if kinds <= _NUMBERS:
+        return values
+    if kinds == {str}:
+        return list(map(crc32, map(_encode, values)))  # type: ignore[arg-type]
+    if kinds == {ObjectId}:
+        return list(map(crc32, map(attrgetter("binary"), values)))  # type: ignore[arg-type]
+    return list(map(_stable_key, values))
+
+
 def _spread(value: object) -> int:
     # The hash of a 1-tuple multiplies the value's hash through (CPython's tuple hash), so its high bits
     # depend on all of the value's: small ints, whose own hash is the int itself, sample as uniformly as
     # strings. (Its low bits do not: consecutive ints kept on them were over-counted by up to 40%.)
-    return hash((value,))
+    return hash((_stable_key(value),))
+
+
+def stable_order(values: Iterable[object]) -> list[object]:
+    """``values`` in an order that is the same in every process (a set of strings iterates in an order
+    that depends on the process's hash seed)."""
+    return sorted(values, key=_spread)
 
 
 def _sampled(values: list[object], level: int) -> Iterable[object]:
     """The values kept at ``level`` (>= 1), filtered at C speed: ``zip`` makes the 1-tuples, and the shift
-    and ``not_`` are builtins whose results, 0 and small ints, are cached objects (nothing is allocated per
-    value but the hash)."""
-    return compress(values, map(not_, map(rshift, map(hash, zip(values)), repeat(_shift(level)))))
+    and ``not_`` are builtins whose results, 0 and small ints, are cached objects."""
+    keys = _stable_keys(values)
+    return compress(values, map(not_, map(rshift, map(hash, zip(keys)), repeat(_shift(level)))))
 
 
 class HashableDecimal128(Decimal128):

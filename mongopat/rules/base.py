@@ -135,10 +135,10 @@ class Context:
         self.thresholds = dict(access.thresholds) if access else {}
         for code, values in (thresholds or {}).items():
             self.thresholds.setdefault(code, {}).update(values)
-        self.collections = [
-            CollectionEvidence(c, access.collection(c["name"]) if access else None) for c in report["collections"]
-        ]
-        self.by_name = {c.name: c for c in self.collections}
+        every = [CollectionEvidence(c, access.collection(c["name"]) if access else None) for c in report["collections"]]
+        self.by_name = {c.name: c for c in every}
+        # The server's own documents (profiler, oplog) are not a design to advise on, alone or with others.
+        self.collections = [c for c in every if not c.data.get("system_output")]
 
     def collection(self, name: str) -> CollectionEvidence | None:
         return self.by_name.get(name)

@@ -50,3 +50,10 @@ def test_an_optional_field_is_not_a_kind(tmp_path):
         for i in range(100)
     ]
     assert findings(report_of(tmp_path, {"things": docs}), rule="MP108") == []
+
+
+def test_a_copy_with_fields_added_is_not_another_kind(tmp_path):
+    movies = [{"_id": i, "title": "t", "year": 2000, "cast": ["a"], "genres": ["g"]} for i in range(40)]
+    embedded = [dict(movie, plot_embedding=[0.1] * 8) for movie in movies[:20]]
+    report = report_of(tmp_path, {"movies": movies, "embedded_movies": embedded})
+    assert findings(report, rule="MP108") == []

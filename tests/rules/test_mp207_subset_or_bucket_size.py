@@ -26,7 +26,7 @@ def test_buckets_too_small(tmp_path):
             "_id": i,
             "sensor": "s",
             "count": 2,
-            "readings": [{"t": START + datetime.timedelta(seconds=j), "v": 1} for j in range(2)],
+            "readings": [{"t": START + datetime.timedelta(seconds=j), "v": i + j / 10} for j in range(2)],
         }
         for i in range(30)
     ]
@@ -51,3 +51,26 @@ def test_subset_in_place_too_large(tmp_path):
     posts = [{"_id": i, "comments": [{"t": j} for j in range(150)], "commentsCount": 400} for i in range(30)]
     [rec] = findings(report_of(tmp_path, {"posts": posts}), rule="MP207")
     assert rec.title == "Subset too large" and rec.evidence["count_field"] == "commentsCount"
+
+
+def test_lists_of_people_with_a_date_each_are_not_buckets(tmp_path):
+    """A chat's participants and read receipts (a date per element, beside Mongoose's createdAt and
+    updatedAt) are lists of people, not readings: no bucket in place, no 'buckets too small'."""
+    chats = [
+        {
+            "_id": i,
+            "createdAt": START + datetime.timedelta(hours=i),
+            "updatedAt": START + datetime.timedelta(hours=i, minutes=5),
+            "count": 3,
+            "participants": [
+                {"userId": f"u{i + j}", "role": "member", "joinedAt": START + datetime.timedelta(minutes=j)}
+                for j in range(3)
+            ],
+            "readBy": [{"user": f"u{j}", "readAt": START + datetime.timedelta(minutes=j), "n": j} for j in range(2)],
+        }
+        for i in range(30)
+    ]
+    report = report_of(tmp_path, {"chats": chats})
+    assert [p["pattern"] for p in report["collections"][0]["patterns_in_place"]] == []
+    assert findings(report, rule="MP207") == []
+    assert findings(report, rule="MP100") == []

@@ -10,7 +10,9 @@ from mongopat.rules.base import CollectionEvidence, Recommendation, Rule
 class LargeArraysRule(Rule):
     """Arrays that keep growing make every update rewrite a larger document, slow multikey indexes, and
     eventually meet the 16 MiB limit. Warning when an array's maximum length reaches ``warn_length`` or
-    its p95 reaches ``warn_p95``; error from ``error_length`` elements."""
+    its p95 reaches ``warn_p95``; error from ``error_length`` elements. GeoJSON geometries, vectors and
+    coordinate pairs (``array.kind`` in the report) are bounded by what they stand for and are left alone:
+    capping them would break ``2dsphere`` queries and vector search."""
 
     code = "MP201"
     name = "unbounded_arrays"
@@ -22,6 +24,8 @@ class LargeArraysRule(Rule):
         found = []
         for field in collection.arrays():
             array = field["array"]
+            if array.get("kind"):
+                continue
             maximum, p95 = array["max"] or 0, array["p95"] or 0
             if maximum >= self.threshold("error_length"):
                 severity = "error"

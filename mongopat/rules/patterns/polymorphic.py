@@ -14,7 +14,8 @@ class PolymorphicRule(Rule):
     serve all kinds while each kind keeps its own fields. Fires when at least two shapes, each holding at
     least ``min_shape_share`` of the documents, coexist in time (not a schema change) and share at least
     ``min_core_fields`` fields; or when collections share at least ``min_shared_fields`` top-level fields
-    with a Jaccard similarity of at least ``min_similarity``."""
+    with a Jaccard similarity of at least ``min_similarity``, each with fields of its own (a collection
+    holding all of another's fields and more, such as a copy with embeddings added, is not another kind)."""
 
     code = "MP108"
     name = "polymorphic"
@@ -76,8 +77,10 @@ class PolymorphicRule(Rule):
                 if len(shared) < self.threshold("min_shared_fields") or not union:
                     continue
                 similarity = len(shared) / len(union)
-                if similarity < self.threshold("min_similarity") or left_fields == right_fields:
+                if similarity < self.threshold("min_similarity") or left_fields <= right_fields:
                     continue
+                if right_fields <= left_fields:
+                    continue  # one holds the other's fields and more: a copy extended, not two kinds
                 found.append(
                     self.finding(
                         None,
