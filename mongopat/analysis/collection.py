@@ -29,6 +29,7 @@ from mongopat.analysis.schema import (
     iter_slots,
     walk_documents,
 )
+from mongopat.analysis.series import SeriesCadence
 from mongopat.analysis.shapes import ShapeTracker
 from mongopat.analysis.shards import chunks_seen
 from mongopat.analysis.sketches import Distribution
@@ -109,6 +110,7 @@ class CollectionAnalysis:
         self._unsummarized_bytes = 0
         self.id_profile = TimeProfile("_id", "objectId")
         self.shapes = ShapeTracker()
+        self.cadence = SeriesCadence()
         self.natural_order = natural_order
         self.documents = 0
         self.stats = CollectionStats()
@@ -199,6 +201,7 @@ class CollectionAnalysis:
         self._largest = max(self._largest, max(sizes))
         if self.options.keep_example and self.example is None:
             self.example = plain_value(docs[0])
+        self.cadence.add(docs)
         self._add_times(docs, first, layouts)
 
     def _add_times(self, docs: list[dict[str, Any]], first: int, layouts: list[tuple[str, ...]]) -> None:
@@ -253,6 +256,7 @@ class CollectionAnalysis:
         self.id_profile.merge(other.id_profile)
         self.date_profiles.merge(other.date_profiles)
         self.shapes.merge(other.shapes, offset=self.documents)
+        self.cadence.merge(other.cadence)
         self.example = self.example if self.example is not None else other.example
         self.documents += other.documents
 
@@ -309,6 +313,8 @@ class CollectionAnalysis:
             }
         else:
             entry["cardinality"] = None
+        card = entry["cardinality"]
+        entry["numbers"] = slot.numbers.summary(card["distinct"]) if slot.numbers is not None and card else None
         if slot.length_dist is not None and slot.length_dist.n:
             element = slot.element
             element_types = element.all_types() if element is not None else {}
@@ -378,6 +384,7 @@ class CollectionAnalysis:
             "fields": fields,
             "time": time_profiles,
             "drift": self.shapes.to_dict(),
+            "series_cadence": self.cadence.to_dict(),
             "references": self.references,
             "ambiguous_references": self.ambiguous_references,
             "indexes": [index.to_dict() for index in self.indexes],

@@ -18,6 +18,7 @@ from operator import add, is_, itemgetter, setitem
 from typing import Any
 
 from mongopat.analysis.bsonsize import Sizes, array_sizes, document_sizes, encoded_size, layout_size, scalar_sizes
+from mongopat.analysis.sentinels import NumberRange
 from mongopat.analysis.sketches import DistinctCounter, Distribution
 from mongopat.bsontypes import INT32_MAX, INT32_MIN, type_name
 from mongopat.sources.extjson import decode_wrapper, decode_wrappers
@@ -88,6 +89,7 @@ class Slot:
         "distinct",
         "limits",
         "on_dates",
+        "numbers",
     )
 
     def __init__(self, path: str, depth: int, in_array: bool, limits: Limits) -> None:
@@ -109,6 +111,8 @@ class Slot:
         self.lengths: list[int] = []
         self.length_dist: Distribution | None = None
         self.distinct = DistinctCounter(limit=limits.distinct_limit)
+        # The numbers' range and sentinel candidates (created with the first number).
+        self.numbers: NumberRange | None = None
         # Called with the dates of this path at each flush (used for insert-rate profiles).
         self.on_dates: Callable[[str, list[datetime.datetime]], None] | None = None
 
@@ -137,6 +141,10 @@ class Slot:
             single = len(kinds_seen) == 1
             kinds = Counter({next(iter(kinds_seen)): len(buffer)}) if single else Counter(map(type, buffer))
             self.buffer_kinds, self.buffer_typed = set(), 0
+            if int in kinds or float in kinds:
+                if self.numbers is None:
+                    self.numbers = NumberRange()
+                self.numbers.add_many(buffer if single else [v for v in buffer if type(v) in (int, float)])
             if int in kinds:
                 ints = buffer if single else [v for v in buffer if type(v) is int]
                 longs = 0
@@ -175,6 +183,11 @@ class Slot:
             else:
                 self.length_dist.merge(other.length_dist)
         self.distinct.merge(other.distinct)
+        if other.numbers is not None:
+            if self.numbers is None:
+                self.numbers = other.numbers
+            else:
+                self.numbers.merge(other.numbers)
         if other.document is not None:
             if self.document is None:
                 self.document = other.document
