@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import datetime
 from collections import Counter
-from itertools import repeat
-from operator import add, floordiv, mul
+from collections.abc import Iterator
+from itertools import compress, repeat
+from operator import add, floordiv, mul, not_, rshift
 from typing import Any
 
 from bson import ObjectId
@@ -25,14 +26,26 @@ from mongopat.analysis.sketches import PERCENTILES, _shift, _stable_keys
 from mongopat.analysis.timeline import dates_to_epochs
 
 # Windows a bucket may span (a minute to a week), the ones the bucket rule chooses among.
-WINDOWS = (60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)
+WINDOWS = (60, 300, 3600, 6 * 3600, 86400, 7 * 86400)
 MAX_TIME_FIELDS = 2
-MAX_SERIES_FIELDS = 4
+MAX_SERIES_FIELDS = 3
 # A candidate field must be held by this share of the first documents read.
 MIN_PRESENCE = 0.9
 SERIES_TYPES = (str, int, ObjectId)
+_DATES = {datetime.datetime}
 # Spreads a series' key apart from its window number in one integer key.
 _SERIES_SPREAD = 1_000_003
+
+
+def _kept(keys: list[int], level: int) -> Iterator[int]:
+    """The keys a sample at ``level`` keeps (the top ``level`` bits of their spread hash zero), by C loops."""
+    return compress(keys, map(not_, map(rshift, map(hash, zip(keys)), repeat(_shift(level)))))
+
+
+def _only(counts: Counter[int], level: int) -> Counter[int]:
+    """The counts of the keys a sample at ``level`` keeps."""
+    kept = list(_kept(list(counts), level))
+    return Counter(dict(zip(kept, map(counts.__getitem__, kept), strict=True)))
 
 
 class GroupSizes:
@@ -47,27 +60,22 @@ class GroupSizes:
 
     def add_many(self, keys: list[int]) -> None:
         if self.level:
-            shift = _shift(self.level)
-            keys = [key for key in keys if not hash((key,)) >> shift]
+            keys = list(_kept(keys, self.level))
         self.counts.update(keys)
-        while len(self.counts) > self.limit:
-            self.level += 1
-            shift = _shift(self.level)
-            self.counts = Counter({key: n for key, n in self.counts.items() if not hash((key,)) >> shift})
+        self._bound()
 
     def merge(self, other: GroupSizes) -> None:
         level = max(self.level, other.level)
-        shift = _shift(level) if level else 64
-        for key, n in other.counts.items():
-            if not level or not hash((key,)) >> shift:
-                self.counts[key] += n
+        self.counts.update(other.counts if level == other.level else _only(other.counts, level))
         if level > self.level:
             self.level = level
-            self.counts = Counter({key: n for key, n in self.counts.items() if not hash((key,)) >> shift})
+            self.counts = _only(self.counts, level)
+        self._bound()
+
+    def _bound(self) -> None:
         while len(self.counts) > self.limit:
             self.level += 1
-            shift = _shift(self.level)
-            self.counts = Counter({key: n for key, n in self.counts.items() if not hash((key,)) >> shift})
+            self.counts = _only(self.counts, self.level)
 
     def summary(self, documents: int) -> dict[str, Any]:
         """Groups and their sizes, ``documents`` being those counted (a sampled estimate never passes it)."""
@@ -125,22 +133,30 @@ class SeriesCadence:
             self._choose(docs)
         if not self.groups:
             return
+        # Column by column, by C loops (map, compress): this runs on every batch of the analysis.
         for time in self.time_fields:
-            holders = [doc for doc in docs if type(doc.get(time)) is datetime.datetime]
-            if not holders:
-                continue
-            seconds = list(map(int, dates_to_epochs([doc[time] for doc in holders])))
-            for series in self.series_fields:
-                pairs = [(doc[series], when) for doc, when in zip(holders, seconds, strict=True) if series in doc]
-                if not pairs:
+            stamps = list(map(dict.get, docs, repeat(time)))
+            holders = docs
+            if set(map(type, stamps)) != _DATES:
+                held = [type(value) is datetime.datetime for value in stamps]
+                holders, stamps = list(compress(docs, held)), list(compress(stamps, held))
+                if not holders:
                     continue
-                keys = _stable_keys([value for value, _ in pairs])
-                spread = list(map(mul, map(hash, zip(keys)), repeat(_SERIES_SPREAD)))
-                self.documents[(series, time)] += len(pairs)
-                whens = [when for _, when in pairs]
-                for window in WINDOWS:
-                    windows = map(floordiv, whens, repeat(window))
-                    self.groups[(series, time, window)].add_many(list(map(add, spread, windows)))
+            seconds = list(map(int, dates_to_epochs(stamps)))
+            windows = {window: list(map(floordiv, seconds, repeat(window))) for window in WINDOWS}
+            for series in self.series_fields:
+                values = list(map(dict.get, holders, repeat(series)))
+                numbers = windows
+                if None in values:
+                    held = [value is not None for value in values]
+                    values = list(compress(values, held))
+                    numbers = {window: list(compress(column, held)) for window, column in windows.items()}
+                if not values:
+                    continue
+                spread = list(map(mul, map(hash, zip(_stable_keys(values))), repeat(_SERIES_SPREAD)))
+                self.documents[(series, time)] += len(values)
+                for window, column in numbers.items():
+                    self.groups[(series, time, window)].add_many(list(map(add, spread, column)))
 
     def merge(self, other: SeriesCadence) -> None:
         if not other.groups:
