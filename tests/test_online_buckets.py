@@ -321,3 +321,41 @@ def test_every_backend_places_each_reading_in_the_same_bucket(mongo, tmp_path, b
             (data / "readings.json").write_text("".join(json_util.dumps(d) + "\n" for d in documents))
         DumpRunner(data, load_folder(folder), RunOptions(batch_size=batch_size)).up()
         assert _buckets_by_id(DumpRunner(data, []).files.read("readings")) == on_server, fmt
+
+
+def test_nested_measurements_and_their_placeholders_are_bucketed_alike_on_every_backend(mongo, tmp_path):
+    """A measurement inside a sub-document (``air.temp``) is bounded in ``min.air.temp`` on every backend,
+    and its placeholder value (999.9, "not measured") stays in the reading but never in min or max."""
+    import bson
+    from bson import json_util
+
+    from mongopat.migrate.dump_folder.runner import DumpRunner
+
+    rng = random.Random(7)
+    spec = {**SPEC, "max_bucket_size": 50, "measurements": ["air.temp", "v"], "sentinels": {"air.temp": [999.9]}}
+    documents: list[dict[str, Any]] = [
+        {"_id": i, "sensor": f"s{i % 3}", "ts": T0 + datetime.timedelta(seconds=rng.randint(0, 3600)),
+         "v": rng.randint(0, 100), "air": {"temp": rng.choice([999.9, rng.randint(-300, 400) / 10])}}
+        for i in range(120)
+    ]  # fmt: skip
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    (folder / "0001_bucket.yaml").write_text(render("0001_bucket", "bucket", [spec], "test"))
+    mongo.db.readings.insert_many([dict(d) for d in documents])
+    Runner(mongo.db, load_folder(folder), RunOptions(batch_size=16)).up()
+    on_server = _buckets_by_id(mongo.db.readings.find())
+    assert on_server[0], "no bucket written"
+    for _count, ids, low, high, _start, _end in on_server[0].values():
+        temps = [documents[i]["air"]["temp"] for i in ids if documents[i]["air"]["temp"] != 999.9]
+        assert high.get("air", {}).get("temp") == (max(temps) if temps else None)
+        assert low.get("air", {}).get("temp") == (min(temps) if temps else None)
+        assert high["v"] == max(documents[i]["v"] for i in ids)
+    for fmt in ("bson", "json"):
+        data = tmp_path / fmt
+        data.mkdir()
+        if fmt == "bson":
+            (data / "readings.bson").write_bytes(b"".join(bson.encode(d) for d in documents))
+        else:
+            (data / "readings.json").write_text("".join(json_util.dumps(d) + "\n" for d in documents))
+        DumpRunner(data, load_folder(folder), RunOptions(batch_size=16)).up()
+        assert _buckets_by_id(DumpRunner(data, []).files.read("readings")) == on_server, fmt

@@ -36,7 +36,8 @@ import orjson
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.dump_folder.file_parts import Part, plan_parts, run_parallel, start_without_ctrl_c
-from mongopat.migrate.operations.bucket import BucketFill
+from mongopat.migrate.operations.bucket import BucketFill, measured
+from mongopat.migrate.transform_api import set_path
 from mongopat.sources.dump import _json_records, _open, json_problem, partition_file
 from mongopat.sources.extjson import ExtendedJSONError, decode_value, decode_wrapper, to_extended
 
@@ -58,6 +59,7 @@ class BucketSpec:
     width: int  # window length in seconds
     capacity: int  # readings per bucket at most
     measurements: tuple[str, ...]
+    sentinels: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # placeholder values per measurement
 
     @classmethod
     def of(cls, params: dict[str, Any]) -> BucketSpec:
@@ -67,6 +69,7 @@ class BucketSpec:
             params["window_seconds"],
             params["max_bucket_size"],
             tuple(params.get("measurements") or ()),
+            tuple((name, tuple(values)) for name, values in sorted((params.get("sentinels") or {}).items())),
         )
 
 
@@ -244,13 +247,26 @@ def _group_plain(lines: list[bytes], spec: BucketSpec) -> list[Group]:
     return [_group(s, start, readings, spec) for (s, start), readings in grouped.items()]
 
 
+def _nested(names: tuple[str, ...], values: list[Any]) -> dict[str, Any]:
+    """``{name: value}`` of the measured values, dotted names as sub-documents (as ``$min`` writes them)."""
+    out: dict[str, Any] = {}
+    for name, value in zip(names, values, strict=True):
+        if value is not None:
+            set_path(out, name, value)
+    return out
+
+
 def _group(series: Any, start: float, readings: list[dict[str, Any]], spec: BucketSpec) -> Group:
     low: list[Any] = []
     high: list[Any] = []
+    skip = {name: frozenset(values) for name, values in spec.sentinels}
     for name in spec.measurements:
-        numbers = [r.get(name) for r in readings]
-        if not set(map(type, numbers)) <= _NUMBERS:  # bool, strings, missing values...: not measured
-            numbers = [v for v in numbers if type(v) is int or type(v) is float]
+        if "." in name or name in skip:
+            numbers = [v for r in readings if (v := measured(r, name, skip)) is not None]
+        else:
+            numbers = [r.get(name) for r in readings]
+            if not set(map(type, numbers)) <= _NUMBERS:  # bool, strings, missing values...: not measured
+                numbers = [v for v in numbers if type(v) is int or type(v) is float]
         low.append(min(numbers) if numbers else None)
         high.append(max(numbers) if numbers else None)
     return Group(series, start, len(readings), orjson.dumps(readings)[1:-1], low, high)
@@ -381,8 +397,8 @@ class BucketMerger:
             "start": began,
             "end": _window_bounds[bucket.start + spec.width],
             "count": bucket.count,
-            "min": {n: v for n, v in zip(spec.measurements, bucket.low, strict=True) if v is not None},
-            "max": {n: v for n, v in zip(spec.measurements, bucket.high, strict=True) if v is not None},
+            "min": _nested(spec.measurements, bucket.low),
+            "max": _nested(spec.measurements, bucket.high),
         }
         self._write(orjson.dumps(head)[:-1] + b',"readings":[' + b",".join(bucket.readings) + b"]}\n")
         self.written += 1

@@ -19,8 +19,8 @@ from bson import ObjectId
 from mongopat.guide.placeholders import OMIT, is_param, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
-from mongopat.migrate.operations.base import ANY, INT, LIST, STR, Param, Step, StepOperation, StepType
-from mongopat.migrate.transform_api import Document, hashable_key
+from mongopat.migrate.operations.base import ANY, DICT, INT, LIST, STR, Param, Step, StepOperation, StepType
+from mongopat.migrate.transform_api import Document, get_path, hashable_key, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -40,6 +40,9 @@ class Operation(StepOperation):
             "time_field": Param(STR),
             "window_seconds": Param(INT),
             "measurements": Param(LIST, False, []),
+            # Placeholder values per measurement (9999 for "not measured"): kept in the readings, never in
+            # a bucket's min and max.
+            "sentinels": Param(DICT, False, {}),
             "max_bucket_size": Param(INT, False, 1000),
             "alternative": Param(ANY, False),
         },
@@ -205,10 +208,10 @@ class Operation(StepOperation):
                 "windowEnd": start + datetime.timedelta(seconds=window),
                 "reading": entry(document, step),
             }
+            skip = sentinels_of(step)
             for name in measurements:
-                value = document.get(name)
-                number = isinstance(value, (int, float)) and not isinstance(value, bool)
-                values[name] = value if number else OMIT
+                value = measured(document, name, skip)
+                values[name] = OMIT if value is None else value
             return {"document": document}, values
 
         parameters = {
@@ -369,6 +372,7 @@ class BucketBuilder:
         self.time_field = step.params["time_field"]
         self.window = step.params["window_seconds"]
         self.measurements = step.params["measurements"] or []
+        self.sentinels = sentinels_of(step)
         self.fill = BucketFill(step.params["max_bucket_size"])
         self.open: dict[tuple[Any, datetime.datetime], Document] = {}
         self.ids: dict[tuple[Any, datetime.datetime], set[Any]] = {}
@@ -400,11 +404,11 @@ class BucketBuilder:
         bucket["count"] += 1
         self.ids[key].add(doc.get("_id"))
         for name in self.measurements:
-            value = doc.get(name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                low, high = bucket["min"].get(name), bucket["max"].get(name)
-                bucket["min"][name] = value if low is None else min(low, value)
-                bucket["max"][name] = value if high is None else max(high, value)
+            value = measured(doc, name, self.sentinels)
+            if value is not None:
+                low, high = get_path(bucket["min"], name), get_path(bucket["max"], name)
+                set_path(bucket["min"], name, value if low is None else min(low, value))
+                set_path(bucket["max"], name, value if high is None else max(high, value))
         return bucket
 
     def close(self) -> list[Document]:
@@ -492,6 +496,21 @@ def bucket_id(series: Any, start: datetime.datetime, sequence: int) -> dict[str,
     return {"s": series, "w": start, "n": sequence}
 
 
+def sentinels_of(step: Step) -> dict[str, frozenset[Any]]:
+    """The step's placeholder values per measurement, as sets."""
+    return {name: frozenset(values) for name, values in (step.params.get("sentinels") or {}).items()}
+
+
+def measured(doc: Document, name: str, sentinels: dict[str, frozenset[Any]]) -> int | float | None:
+    """A reading's measurement ``name`` (a dotted path reaches into sub-documents) when it is a number and
+    not one of the measurement's placeholder values; else None (bools, strings, missing values)."""
+    value = get_path(doc, name) if "." in name else doc.get(name)
+    if type(value) is not int and type(value) is not float:
+        return None
+    skip = sentinels.get(name)
+    return None if skip is not None and value in skip else value
+
+
 def entry(doc: Document, step: Step) -> Document:
     """A reading as a bucket holds it: everything but the series, which the bucket holds once."""
     return {key: value for key, value in doc.items() if key != step.params["series_key"]}
@@ -515,12 +534,9 @@ def push(readings: list[Document], step: Step, sequence: int) -> Any:
     }
     lows: dict[str, Any] = {}
     highs: dict[str, Any] = {}
+    skip = sentinels_of(step)
     for name in step.params.get("measurements") or []:
-        values = [
-            value
-            for doc in readings
-            if isinstance(value := doc.get(name), (int, float)) and not isinstance(value, bool)
-        ]
+        values = [value for doc in readings if (value := measured(doc, name, skip)) is not None]
         if values:
             lows[f"min.{name}"], highs[f"max.{name}"] = min(values), max(values)
     if lows:
