@@ -296,7 +296,9 @@ def recommend(
         else:
             spec = source
             data = analyze_with_progress(spec, collection, AnalyzeOptions(sample_size=sample, keep_example=show_values))
-        result = command.recommend(data, access, command.parse_threshold_options(threshold or []), rule)
+        result = command.recommend(
+            data, access, command.parse_threshold_options(threshold or []), rule, None if report else source
+        )
         if output:
             write_report(result, output)
         if html:

@@ -96,8 +96,11 @@ def recommend(
     access_path: str | None = None,
     thresholds: dict[str, dict[str, float]] | None = None,
     rules: list[str] | None = None,
+    source: SourceSpec | None = None,
 ) -> dict[str, Any]:
-    """Join a report with an access-pattern file and run every detector; returns ``{"recommendations": ...}``."""
+    """Join a report with an access-pattern file and run every detector; returns ``{"recommendations": ...}``
+    (``recommendations_version`` 2). Each migration carries a prediction; with ``source`` (the data the
+    report measured) a document step's is measured on a sample run through the step."""
     from mongopat.access import load_access_file
     from mongopat.rules import Context, registry, run_rules
     from mongopat.rules.base import SEVERITIES
@@ -120,9 +123,10 @@ def recommend(
             raise InputError(f"unknown rule {', '.join(unknown)}", hint="mongopat rules lists them")
     context = Context(report, access, thresholds)
     found = run_rules(context, set(rules) if rules else None)
+    predict(found, report, access, source)
     by_severity = {name: sum(1 for r in found if r.severity == name) for name in SEVERITIES}
     return {
-        "recommendations_version": 1,
+        "recommendations_version": 2,
         "source": report["source"],
         "access_file": access_path,
         "summary": {
@@ -133,6 +137,21 @@ def recommend(
         "recommendations": [r.to_dict() for r in found],
         "notes": notes,
     }
+
+
+def predict(found: list[Any], report: dict[str, Any], access: Any, spec: SourceSpec | None) -> None:
+    """Give each recommendation that carries a migration its prediction (see :mod:`mongopat.forecast`)."""
+    from mongopat.forecast import forecast, reads
+
+    pending = [rec for rec in found if rec.migration]
+    if not pending:
+        return
+    with open_source(spec) if spec is not None and (spec.uri or spec.dump) else contextlib.nullcontext() as source:
+        for rec in pending:
+            if rec.prediction is None:
+                rec.prediction = forecast(rec.to_dict(), report, access, source)
+            elif access is not None and not rec.prediction.get("reads"):
+                rec.prediction["reads"] = reads(rec.to_dict(), report, access)
 
 
 def list_rules() -> list[dict[str, Any]]:

@@ -82,7 +82,7 @@ def test_cli_json_from_a_saved_report(tmp_path):
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["recommendations_version"] == 1 and data["summary"]["total"] == len(data["recommendations"])
+    assert data["recommendations_version"] == 2 and data["summary"]["total"] == len(data["recommendations"])
     assert data["recommendations"][0]["pattern"] == "bucket"
 
 

@@ -31,6 +31,8 @@ class Recommendation:
     rationale: str
     tradeoffs: list[str] = field(default_factory=list)
     migration: dict[str, Any] | None = None
+    # What the migration is predicted to do (mongopat.predictions); every migration carries one.
+    prediction: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -115,6 +117,32 @@ class CollectionEvidence:
     def declared_updates(self) -> float | None:
         return self.access.writes.updates_per_sec if self.access else None
 
+    def series_cadence(self, series: str, time: str) -> dict[str, Any] | None:
+        """Readings per (``series``, window of ``time``) as the analysis counted them, if it did."""
+        return next(
+            (c for c in self.data.get("series_cadence") or [] if c["series_key"] == series and c["time_field"] == time),
+            None,
+        )
+
+    def sentinels(self, path: str) -> list[dict[str, Any]]:
+        """The placeholder values the analysis found in a field (``numbers.sentinels``)."""
+        return ((self.field(path) or {}).get("numbers") or {}).get("sentinels") or []
+
+    def measurements(self, exclude: set[str]) -> list[str]:
+        """Numeric fields, top-level or in sub-documents (not in arrays), that vary: what a reading
+        measures. Constants and fields holding only a placeholder are no measurements."""
+        found = []
+        for path, entry in self.fields.items():
+            if path in exclude or entry.get("in_array") or "[]" in path or path.startswith("_id."):
+                continue
+            numeric = sum(t["share"] for t in entry["types"] if t["type"] in ("double", "int", "long", "decimal"))
+            if numeric < 0.9:  # ints and doubles mixed are numbers all the same
+                continue
+            if (self.cardinality(path) or 0) <= 1 or any(s.get("constant") for s in self.sentinels(path)):
+                continue
+            found.append(path)
+        return found
+
     def cardinality(self, path: str) -> int | None:
         found = self.field(path)
         card = found and found.get("cardinality")
@@ -181,6 +209,7 @@ class Rule:
         tradeoffs: list[str] | None = None,
         migration: dict[str, Any] | None = None,
         title: str | None = None,
+        prediction: Any = None,
     ) -> Recommendation:
         return Recommendation(
             code=self.code,
@@ -195,4 +224,5 @@ class Rule:
             rationale=rationale,
             tradeoffs=tradeoffs or [],
             migration=migration,
+            prediction=prediction,
         )

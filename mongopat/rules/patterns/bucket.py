@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
+from mongopat.analysis.series import WINDOWS
+from mongopat.predictions import Figures, Prediction, prediction
 from mongopat.rules import register
 from mongopat.rules.base import CollectionEvidence, Recommendation, Rule
 
-NICE_WINDOWS = (60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400)
 SERIES_NAME = re.compile(r"(sensor|device|meter|station|source|series|symbol|host|account|user|machine)", re.I)
 SERIES_TYPES = ("string", "objectId", "int", "long")
-
-
-def window_for(per_series_rate: float, target: float) -> int:
-    """The nice window (a minute to a week) whose bucket size is closest to ``target`` documents, in ratio."""
-    ideal = target / per_series_rate if per_series_rate > 0 else NICE_WINDOWS[-1]
-    return min(NICE_WINDOWS, key=lambda window: abs(math.log(window / ideal)))
 
 
 @register
@@ -25,14 +21,19 @@ class BucketRule(Rule):
     (sensor readings, ticks, events), cost an index entry and a document header apiece. Grouping one
     series' documents of a time window into one bucket document divides the document and index count by
     the bucket size, and range reads by series and time touch a few buckets instead of thousands of
-    documents. Documents of a few KiB gain as much as tiny ones: what must stay bounded is the bucket's
-    size in bytes. Thresholds: ``max_bucket_bytes`` (a bucket's size, far below the 16 MiB limit: buckets
-    are rewritten on every push), ``min_documents_per_bucket`` (refused when documents are so large that
-    fewer would fit in ``max_bucket_bytes``), ``max_document_bytes`` (median size past which bucketing is
-    refused outright), ``min_inserts_per_sec`` (measured from ``_id``/date fields, bulk loads excepted, or
-    declared), ``target_bucket_documents`` (the window is chosen to fill buckets to about this many
-    documents, fewer when their bytes would pass ``max_bucket_bytes``). Collections already bucketed are
-    left to MP100 and MP207."""
+    documents. What a bucket would hold is counted from the data (``series_cadence``: readings per series
+    per window), never inferred from a rate alone: 10,000 observations of 8,417 stations hold about one
+    reading per station in any window, and bucketing them would only add a header to each.
+
+    Thresholds: ``min_inserts_per_sec`` (measured from ``_id``/date fields, bulk loads excepted, or
+    declared), ``min_documents``, ``max_document_bytes`` (median size past which bucketing is refused),
+    ``max_bucket_bytes`` (a bucket's size, far below the 16 MiB limit: buckets are rewritten on every push),
+    ``min_documents_per_bucket`` (the readings a bucket must hold, counted in today's data, for a migration
+    to be offered; where only the declared workload reaches it, the finding says from when it would pay,
+    without a migration), ``target_bucket_documents`` (the window is the one whose counted buckets come
+    nearest this size). Measurements are the numeric fields that vary, nested ones included; constants
+    and placeholder values (``numbers.sentinels`` of the analysis) are never measured. Collections already
+    bucketed are left to MP100 and MP207."""
 
     code = "MP101"
     name = "bucket"
@@ -67,24 +68,16 @@ class BucketRule(Rule):
         time_field, series, queried = self._keys(collection)
         if time_field is None or series is None:
             return []
+        cadence = collection.series_cadence(series, time_field)
+        if cadence is None:
+            return []  # readings per series were not counted: nothing to size a bucket by
+        counted = _Counted(collection, cadence)
         series_count = max(1, collection.cardinality(series) or 1)
-        per_series = rate / series_count
-        target = min(self.threshold("target_bucket_documents"), capacity)
-        window = window_for(per_series, target)
-        per_bucket = max(1.0, per_series * window)
         max_bucket_size = int(min(1000, capacity))
-        numeric = ("double", "int", "long", "decimal")
-        measurements = [
-            f["path"]
-            for f in collection.top_level()
-            if f["path"] not in ("_id", time_field, series) and collection.dominant_type(f["path"]) in numeric
-        ]
-        updates = collection.declared_updates()
-        timeseries_fits = not updates
-        granularity = "seconds" if per_series >= 1 / 60 else "minutes" if per_series >= 1 / 3600 else "hours"
-        confidence = 0.55 + (0.2 if queried else 0) + (0.1 if measured and measured >= rate * 0.5 else 0)
-        confidence += 0.1 if SERIES_NAME.search(series) else 0
-        severity = "warning" if rate >= 10 or collection.count >= 1_000_000 else "info"
+        window = counted.window(self.threshold("target_bucket_documents"), max_bucket_size)
+        per_bucket = counted.readings(window)
+        minimum = self.threshold("min_documents_per_bucket")
+        declared_per_bucket = declared / series_count * window if declared else None
         evidence = {
             "documents": collection.count,
             "median_document_bytes": median,
@@ -93,20 +86,63 @@ class BucketRule(Rule):
             "time_field": time_field,
             "series_key": series,
             "series": series_count,
-            "inserts_per_sec_per_series": round(per_series, 4),
+            "inserts_per_sec_per_series": round(rate / series_count, 4),
             "window_seconds": window,
-            "documents_per_bucket": round(per_bucket, 1),
-            "bucket_bytes_estimate": round(min(per_bucket, max_bucket_size) * median),
+            "readings_per_bucket_counted": per_bucket,
+            "readings_per_bucket_basis": counted.basis,
+            "readings_per_series_per_hour_counted": counted.readings(3600),
+            "readings_per_bucket_declared": round(declared_per_bucket, 1) if declared_per_bucket else None,
             "max_bucket_documents": max_bucket_size,
-            "estimated_documents_after": max(1, round(collection.count / per_bucket)),
             "range_query_declared": queried,
         }
-        rationale = (
-            f"{collection.name} receives about {rate:,.2f} inserts/s of {median} B documents across {series_count:,} "
-            f"series ({series}), timestamped by {time_field}. Bucketing one series per {_human(window)} would hold "
-            f"about {per_bucket:,.0f} readings per document and cut {collection.count:,} documents to about "
-            f"{evidence['estimated_documents_after']:,}, with the index shrinking in proportion."
+        if per_bucket is None or per_bucket < minimum:
+            return self._not_yet(collection, evidence, counted, declared, series_count, minimum)
+        measurements = collection.measurements({"_id", time_field, series})
+        sentinels = {
+            path: [s["value"] for s in collection.sentinels(path) if not s["constant"]] for path in measurements
+        }
+        sentinels = {path: values for path, values in sentinels.items() if values}
+        forecast = counted.prediction(window, max_bucket_size, series, measurements)
+        after = forecast["collections"][0]["after"]
+        evidence.update(
+            {
+                "documents_per_bucket": per_bucket,
+                "bucket_bytes_estimate": after.get("median_document_bytes"),
+                "estimated_documents_after": after.get("documents"),
+                "measurements": measurements,
+                "sentinels": sentinels,
+            }
         )
+        if declared_per_bucket and not 0.5 <= declared_per_bucket / per_bucket <= 2:
+            forecast["notes"].append(
+                f"the declared {declared:,g} inserts/s across {series_count:,} series would put about "
+                f"{declared_per_bucket:,.0f} readings in a {_human(window)} bucket; today's data holds "
+                f"{per_bucket:,g}: the documents and bytes predicted are today's data, the reads' figures the "
+                "declared workload's"
+            )
+        before = forecast["collections"][0]["before"]
+        if (after.get("data_bytes") or 0) >= (before.get("data_bytes") or 0):
+            return self._not_yet(collection, evidence, counted, declared, series_count, minimum, larger=True)
+        updates = collection.declared_updates()
+        timeseries_fits = not updates
+        per_series = rate / series_count
+        granularity = "seconds" if per_series >= 1 / 60 else "minutes" if per_series >= 1 / 3600 else "hours"
+        confidence = 0.55 + (0.2 if queried else 0) + (0.1 if measured and measured >= rate * 0.5 else 0)
+        confidence += 0.1 if SERIES_NAME.search(series) else 0
+        severity = "warning" if rate >= 10 or collection.count >= 1_000_000 else "info"
+        rationale = (
+            f"{collection.name} receives about {rate:,.2f} inserts/s ({evidence['inserts_per_sec_source']}) of "
+            f"{median} B documents across {series_count:,} series ({series}), timestamped by {time_field}. "
+            f"Counted in the data, one series holds {per_bucket:,g} readings per {_human(window)} ({counted.basis}):"
+            f" bucketing by that window would cut {collection.count:,} documents to about {after['documents']:,} "
+            f"and {before['data_bytes']:,} data bytes to about {after['data_bytes']:,}, with the index shrinking "
+            "in proportion."
+        )
+        if sentinels:
+            rationale += (
+                " Placeholder values (" + ", ".join(f"{v} in {p}" for p, vs in sentinels.items() for v in vs)
+                + ") stay in the readings but are kept out of each bucket's min and max."
+            )
         if timeseries_fits:
             rationale += (
                 f" No updates are declared, so a MongoDB time-series collection (timeField '{time_field}', "
@@ -132,6 +168,7 @@ class BucketRule(Rule):
                     "time_field": time_field,
                     "window_seconds": window,
                     "measurements": measurements,
+                    **({"sentinels": sentinels} if sentinels else {}),
                     "max_bucket_size": max_bucket_size,
                     "alternative": {
                         "timeseries": {"timeField": time_field, "metaField": series, "granularity": granularity}
@@ -139,6 +176,53 @@ class BucketRule(Rule):
                     if timeseries_fits
                     else None,
                 },
+                prediction=forecast,
+            )
+        ]
+
+    def _not_yet(
+        self,
+        collection: CollectionEvidence,
+        evidence: dict[str, Any],
+        counted: _Counted,
+        declared: float | None,
+        series_count: int,
+        minimum: float,
+        larger: bool = False,
+    ) -> list[Recommendation]:
+        """Today's data would not fill buckets: no migration. Where the declared workload would, say from
+        when bucketing pays; else nothing."""
+        if not declared:
+            return []
+        hourly = declared / series_count * 3600
+        week = counted.readings(WINDOWS[-1])
+        if hourly * WINDOWS[-1] / 3600 < minimum:
+            return []  # even the declared workload would not fill a week's bucket
+        today = (
+            f"today's data holds {counted.readings(3600) or 0:,g} readings per {evidence['series_key']} per hour "
+            f"and {week or 0:,g} per week ({counted.basis})"
+        )
+        reason = "bucketing them would make the collection larger" if larger else "buckets would hold too few"
+        rationale = (
+            f"The declared {declared:,g} inserts/s across {series_count:,} series ({evidence['series_key']}) would "
+            f"be about {hourly:,.0f} readings per series per hour, but {today}: {reason}, so no migration is "
+            f"offered. Bucketing pays from about {minimum:,.0f} readings per series per bucket window; plan it "
+            f"once the data holds that many (about {minimum:,.0f} per {evidence['series_key']} per hour for "
+            "hourly buckets), and run recommend again."
+        )
+        return [
+            self.finding(
+                collection.name,
+                [evidence["series_key"], evidence["time_field"]],
+                "info",
+                0.5,
+                {
+                    **{k: v for k, v in evidence.items() if k not in _WINDOW_FIGURES},
+                    "readings_per_series_per_hour_declared": round(hourly, 1),
+                    "readings_per_series_per_week_counted": week,
+                },
+                rationale,
+                title="Bucketing would pay only at the declared rate, not on today's data",
             )
         ]
 
@@ -183,3 +267,102 @@ def _human(seconds: int) -> str:
             count = seconds // size
             return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
     return f"{seconds} seconds"
+
+
+# Figures of the window a migration would use: a finding without a migration has none.
+_WINDOW_FIGURES = (
+    "window_seconds", "readings_per_bucket_counted", "readings_per_bucket_declared", "max_bucket_documents",
+)  # fmt: skip
+
+
+class _Counted:
+    """Readings per series per window as the analysis counted them (``series_cadence``), scaled to the
+    collection when the analysis read a sample."""
+
+    def __init__(self, collection: CollectionEvidence, cadence: dict[str, Any]) -> None:
+        self.collection = collection
+        self.documents = cadence["documents"]
+        self.windows = {w["seconds"]: w for w in cadence["windows"]}
+        read = collection.documents_read or self.documents
+        self.scale = max(1.0, collection.count / read) if read else 1.0
+        self.sampled = self.scale > 1.0
+        self.basis = (
+            f"counted over all {self.documents:,} documents"
+            if not self.sampled
+            else f"counted in a sample of {read:,} of {collection.count:,} documents and scaled"
+        )
+
+    def readings(self, window: int) -> float | None:
+        """Readings per (series, window) group; None when a sample cannot tell (groups seen about once)."""
+        found = self.windows.get(window)
+        if not found or not found.get("readings_per_group"):
+            return None
+        per_group = float(found["readings_per_group"])
+        if not self.sampled:
+            return round(per_group, 2)
+        # In a sample, a group seen once may hold one reading or 1/f of them: only groups seen
+        # repeatedly scale with the sampling fraction.
+        return round(per_group * self.scale, 2) if per_group >= 2 else None
+
+    def window(self, target: float, max_bucket_size: int) -> int:
+        """The window whose buckets come nearest ``target`` readings, among those whose 95th-percentile
+        bucket fits ``max_bucket_size`` (else the smallest window)."""
+        options = []
+        for seconds in WINDOWS:
+            readings = self.readings(seconds)
+            if readings is None:
+                continue
+            p95 = (self.windows[seconds].get("p95") or readings) * (self.scale if self.sampled else 1)
+            options.append((p95 > max_bucket_size, abs(math.log(max(readings, 1e-9) / target)), seconds))
+        return min(options)[2] if options else WINDOWS[0]
+
+    def prediction(self, window: int, max_bucket_size: int, series: str, measurements: list[str]) -> Prediction:
+        """Documents and bytes before and after bucketing by ``window``, from the counted groups."""
+        size = self.collection.size
+        count = self.collection.count
+        mean = float(size.get("mean") or size.get("p50") or 0)
+        found = self.windows[window]
+        per_group = self.readings(window) or 1.0
+        groups = count / per_group
+        p50 = (found.get("p50") or per_group) * (self.scale if self.sampled else 1)
+        p95 = (found.get("p95") or per_group) * (self.scale if self.sampled else 1)
+        overflow = max(1.0, per_group / max_bucket_size)
+        buckets = max(1, round(groups * overflow))
+        series_bytes = _field_bytes(series, self.collection.dominant_type(series))
+        # A reading keeps its fields but the series (moved to the bucket) and gains an array index key.
+        reading = max(8.0, mean - series_bytes + 2 + len(str(max_bucket_size)))
+        header = _bucket_header_bytes(series, series_bytes, measurements)
+        data_after = round(count * reading + buckets * header)
+        before: Figures = {
+            "documents": count,
+            "data_bytes": round(count * mean),
+            "median_document_bytes": size.get("p50"),
+            "p95_document_bytes": size.get("p95"),
+        }
+        after: Figures = {
+            "documents": buckets,
+            "data_bytes": data_after,
+            "median_document_bytes": round(header + min(p50, max_bucket_size) * reading),
+            "p95_document_bytes": round(header + min(p95, max_bucket_size) * reading),
+        }
+        basis = (
+            f"readings per {series} per {_human(window)} {self.basis} ({per_group:,g} on average, p50 {p50:,g}, "
+            f"p95 {p95:,g}); a reading keeps its {mean:,.0f} B less its {series} ({series_bytes} B) plus an array "
+            f"key; a bucket adds a header of about {header} B (_id, {series}, start, end, count, min, max)"
+        )
+        return prediction([{"collection": self.collection.name, "before": before, "after": after, "basis": basis}])
+
+
+def _field_bytes(name: str, kind: str | None) -> int:
+    """A top-level field's BSON bytes: type byte, name, value (strings assumed 12 characters)."""
+    value = {"int": 4, "long": 8, "double": 8, "objectId": 12, "date": 8}.get(kind or "", 4 + 13)
+    return 1 + len(name) + 1 + value
+
+
+def _bucket_header_bytes(series: str, series_bytes: int, measurements: list[str]) -> int:
+    """The fields a bucket holds beside its readings, as the bucket step writes them."""
+    value = series_bytes - len(series) - 2
+    identity = 4 + (3 + value) + (3 + 8) + (3 + 4) + 1  # _id: {s, w, n}
+    fields = 5 + (1 + 4 + identity) + series_bytes + 2 * (1 + 6 + 8) + (1 + 6 + 4) + (1 + 9 + 4 + 1)
+    bounds = sum(2 * (1 + len(name.rsplit(".", 1)[-1]) + 1 + 8 + 5 * name.count(".")) for name in measurements)
+    return fields + 2 * (1 + 4 + 5) + bounds
