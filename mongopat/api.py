@@ -112,6 +112,17 @@ def verify(target: Any, migrations: Migrations, migration_id: str | None = None)
     return runner(target, migrations).verify(migration_id)
 
 
+def predictions(target: Any, migrations: Migrations, migration_id: str | None = None) -> dict[str, list[Any]]:
+    """What ``up`` measured against what each applied migration's file predicted: ``{id: [difference]}``
+    (:class:`mongopat.predictions.Difference`; migrations without a prediction are left out)."""
+    run = runner(target, migrations)
+    return {
+        m.id: run.prediction_differences(m)
+        for m in run.migrations
+        if m.prediction and (migration_id is None or m.id == migration_id) and run.prediction_differences(m)
+    }
+
+
 def status(target: Any, migrations: Migrations) -> list[dict[str, Any]]:
     """Every migration with its state, and for applied ones the documents still in the old shape."""
     return runner(target, migrations).status()

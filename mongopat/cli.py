@@ -756,11 +756,16 @@ def migrate_verify(
     def body() -> int:
         output = Output(
             format,
-            as_json=lambda results: {"migrations": [{"id": k, "ok": not v, "problems": v} for k, v in results.items()]},
-            table=printed.print_verify,
+            as_json=lambda shown: {
+                "migrations": [
+                    {"id": k, "ok": not v, "problems": v, "prediction": shown[1].get(k, [])}
+                    for k, v in shown[0].items()
+                ]
+            },
+            table=lambda shown, out: (printed.print_verify(shown[0], out), printed.print_predictions(shown[1], out)),
         )
         results = command.migrate_verify(target, dir, migration_id)
-        output.show(results)
+        output.show((results, command.migrate_predictions(target, dir, migration_id)))
         return 1 if any(results.values()) else 0
 
     run(body, target.uri)

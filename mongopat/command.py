@@ -538,6 +538,11 @@ def migrate_verify(spec: SourceSpec, folder: str, migration_id: str | None = Non
     return _migrations(spec, folder, "verify", migration_id)
 
 
+def migrate_predictions(spec: SourceSpec, folder: str, migration_id: str | None = None) -> dict[str, list[Any]]:
+    """Each applied migration's predicted figures against those ``up`` measured: ``{id: [difference]}``."""
+    return _migrations(spec, folder, "predictions", migration_id)
+
+
 @contextlib.contextmanager
 def _migration_lock(spec: SourceSpec) -> Iterator[Any]:
     """The migration lock of a deployment or dump folder (the lease every ``migrate`` run takes)."""

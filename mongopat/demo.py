@@ -116,9 +116,7 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
             )
         say(f"   {collection['name']}: " + "; ".join(details))
 
-    show(
-        f"mongopat recommend --dump {q(dump)} --access {q(str(access))} --format json -o {q(str(recs_path))}"
-    )
+    show(f"mongopat recommend --dump {q(dump)} --access {q(str(access))} --format json -o {q(str(recs_path))}")
     result = command.recommend(report, str(access), source=SourceSpec(dump=dump))
     recs_path.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     by = result["summary"]["by_severity"]

@@ -77,19 +77,33 @@ def prediction(
     }
 
 
-def differences(predicted: Prediction | dict[str, Any], measured: dict[str, Figures]) -> list[Difference]:
-    """Each figure of ``predicted``'s collections ("after") against ``measured`` (by collection)."""
+def differences(
+    predicted: Prediction | dict[str, Any],
+    measured: dict[str, Figures],
+    measured_before: dict[str, Figures] | None = None,
+) -> list[Difference]:
+    """Each figure of ``predicted``'s collections ("after") against ``measured`` (by collection).
+
+    Where the figures before the migration were measured too (``measured_before``) and differ from the
+    prediction's "before" (an earlier migration of the same plan changed the collection meanwhile, or the
+    application wrote to it since the plan), the predicted change is applied to what was measured before:
+    a prediction says what the migration does to the collection, not what the collection holds.
+    """
     found: list[Difference] = []
     for entry in predicted.get("collections") or []:
         name = entry["collection"]
-        after = entry.get("after") or {}
+        after, before = entry.get("after") or {}, entry.get("before") or {}
         actual = measured.get(name)
         if actual is None:
             continue
+        start = (measured_before or {}).get(name) or {}
         for figure in FIGURES:
             want, got = after.get(figure), actual.get(figure)
             if want is None or got is None:
                 continue
+            then, was = start.get(figure), before.get(figure)
+            if then is not None and was and then != was:
+                want = round(want * then / was)
             off = (got / want - 1) if want else (0.0 if got == 0 else 1.0)
             beyond = abs(got - want) > ABSOLUTE_FLOOR[figure] and abs(off) > TOLERANCE
             found.append(

@@ -110,7 +110,8 @@ def plan(
         if not dry_run:
             folder.mkdir(parents=True, exist_ok=True)
             path.write_text(
-                render(migration_id, rec.get("title") or step.type.summary, steps, header), encoding="utf-8"
+                render(migration_id, rec.get("title") or step.type.summary, steps, header, rec.get("prediction")),
+                encoding="utf-8",
             )
         files.append(PlannedFile(path, str(rec.get("code")), step.collection, rec.get("title") or ""))
     return files, notes

@@ -19,6 +19,7 @@ from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LockLost, utcnow
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
+from mongopat.predictions import Difference, Figures, differences
 
 # Passes over the documents still in the old shape after a step's scan.
 CATCH_UP_PASSES = 5
@@ -65,6 +66,11 @@ class RunOptions:
     write_concern: str = "majority"
     retries: int = 8
     retry_base: float = 0.2
+
+
+def _untouched(entry: dict[str, Any]) -> bool:
+    """No step of the changelog entry has begun: the collections are as they were before the migration."""
+    return all(step.get("state") == "pending" for step in entry.get("steps") or [])
 
 
 def initial_steps(migration: Migration) -> list[dict[str, Any]]:
@@ -214,9 +220,27 @@ class RunnerBase:
         finally:
             self.lock.release()
 
-    def record_applied(self, migration: Migration, started: float) -> None:
+    def record_applied(self, migration: Migration, started: float, **fields: Any) -> None:
         """The migration is applied: its state, and the file as it was (what 'migrate repair' compares)."""
-        self.changelog.finish(migration.id, "applied", started, text=migration.text, spec=migration.spec)
+        self.changelog.finish(migration.id, "applied", started, text=migration.text, spec=migration.spec, **fields)
+
+    # -- predictions: what a migration was predicted to do, against what it did --------------------
+
+    def measure_predicted(self, migration: Migration) -> dict[str, Figures]:
+        """The figures of every collection the migration's prediction names, as they are now."""
+        names = [entry["collection"] for entry in (migration.prediction or {}).get("collections") or []]
+        return {name: self.measure(name) for name in dict.fromkeys(names)}
+
+    def measure(self, collection: str) -> Figures:
+        """A collection's documents, data bytes and document sizes (see :mod:`mongopat.predictions`)."""
+        raise NotImplementedError
+
+    def prediction_differences(self, migration: Migration) -> list[Difference]:
+        """How far what ``up`` measured is from the migration's prediction (empty before it is applied)."""
+        entry = self.changelog.get(migration.id) or {}
+        if not migration.prediction or entry.get("state") != "applied" or not entry.get("measured"):
+            return []
+        return differences(migration.prediction, entry["measured"], entry.get("measured_before"))
 
     # -- repair ----------------------------------------------------------------------------------
 
@@ -356,6 +380,10 @@ class RunnerBase:
         self._refuse_unsupported(migration)
         started = time.monotonic()
         self.changelog.start(migration.id, migration.checksum, migration.description, initial_steps(migration))
+        entry = self.changelog.get(migration.id) or {}
+        if migration.prediction and "measured_before" not in entry and _untouched(entry):
+            # Before the first step writes: what the prediction's "before" is checked against.
+            self.changelog.set(migration.id, measured_before=self.measure_predicted(migration))
         try:
             if migration.python is not None:  # the user's code: it must be safe to run again after a failure
                 migration.python.up(self.db)
@@ -380,7 +408,8 @@ class RunnerBase:
         except BaseException as exc:  # injected faults, interruptions and user code: recorded, traceback kept
             self.changelog.finish(migration.id, "failed", started, f"{type(exc).__name__}: {exc}")
             raise
-        self.record_applied(migration, started)
+        measured = {"measured": self.measure_predicted(migration)} if migration.prediction else {}
+        self.record_applied(migration, started, **measured)
         final = self.changelog.get(migration.id) or {}
         return {
             "id": migration.id,

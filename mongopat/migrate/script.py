@@ -25,7 +25,7 @@ from mongopat.migrate.steps import STEP_TYPES, Step, StepError, build_step
 from mongopat.yamlfile import compose_yaml, read_yaml_text
 
 ID_PATTERN = re.compile(r"^(\d{4,})_[A-Za-z0-9_]+$")
-TOP_KEYS = ("id", "description", "steps")
+TOP_KEYS = ("id", "description", "steps", "prediction")
 
 
 @dataclass
@@ -40,6 +40,9 @@ class Migration:
     # so that 'migrate repair' can show what an edit changed and tell a reworded file from new steps.
     text: str = ""
     spec: str | None = None  # the steps as canonical JSON (values YAML reads as dates become strings)
+    # What ``migrate plan`` predicted the migration does (``mongopat.predictions.Prediction``); ``up``
+    # records what it measured beside it.
+    prediction: dict[str, Any] | None = None
 
     @property
     def number(self) -> int:
@@ -111,10 +114,16 @@ def load_migration(path: Path) -> Migration:
             raise InputError(f"{path}:{node.start_mark.line + 1}: steps[{index}]: {exc}") from None
         steps.append(step)
     description = str(data.get("description") or "")
+    prediction = data.get("prediction")
+    if prediction is not None and not (
+        isinstance(prediction, dict) and isinstance(prediction.get("collections"), list)
+    ):
+        line = nodes["prediction"].start_mark.line + 1
+        raise InputError(f"{path}:{line}: 'prediction' is a mapping with a 'collections' list (as migrate plan writes)")
     # The steps as written, with what they read from other files: repair tells a new validator from a comment.
     written = [dict(d, loaded=s.loaded) if s.loaded else d for d, s in zip(data["steps"], steps, strict=True)]
     spec = json.dumps(written, sort_keys=True, default=str)
-    return Migration(stem, path, description, digest.hexdigest(), steps, text=text, spec=spec)
+    return Migration(stem, path, description, digest.hexdigest(), steps, text=text, spec=spec, prediction=prediction)
 
 
 def _load_python(path: Path) -> Migration:
@@ -143,9 +152,18 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()[:40] or "migration"
 
 
-def render(migration_id: str, description: str, steps: list[dict[str, Any]], header: str = "") -> str:
+def render(
+    migration_id: str,
+    description: str,
+    steps: list[dict[str, Any]],
+    header: str = "",
+    prediction: dict[str, Any] | None = None,
+) -> str:
     lines = [f"# {line}" for line in header.splitlines()] if header else []
-    body = yaml.safe_dump({"id": migration_id, "description": description, "steps": steps}, sort_keys=False, width=100)
+    data: dict[str, Any] = {"id": migration_id, "description": description, "steps": steps}
+    if prediction:
+        data["prediction"] = prediction
+    body = yaml.safe_dump(data, sort_keys=False, width=100)
     return "\n".join(lines + [body])
 
 

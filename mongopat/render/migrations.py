@@ -86,6 +86,18 @@ def print_verify(results: dict[str, list[str]], out: Any) -> None:
         out.print("no applied migration to verify", markup=False)
 
 
+def print_predictions(found: dict[str, list[Any]], out: Any) -> None:
+    """Predicted against measured, per migration: the figures past the tolerance first."""
+    from mongopat.predictions import TOLERANCE, describe
+
+    for migration, differences in found.items():
+        off = [d for d in differences if d["beyond_tolerance"]]
+        verdict = f"{len(off)} figure(s) off by more than {TOLERANCE:.0%}" if off else "as predicted"
+        out.print(f"{migration}: prediction: {verdict}", markup=False)
+        for difference in sorted(differences, key=lambda d: not d["beyond_tolerance"]):
+            out.print(f"  {describe(difference)}", markup=False)
+
+
 def print_stamp(result: dict[str, Any], out: Any) -> None:
     if result["to"] == "base":
         forgotten = ", ".join(result["forgotten"]) or "nothing"
@@ -126,6 +138,8 @@ def byte_count(count: int) -> str:
 def print_rehearsal(result: dict[str, Any], out: Any) -> None:
     from rich.table import Table
 
+    from mongopat.predictions import describe
+
     copied = ", ".join(f"{c['collection']} {c['copied']:,} of {c['total']:,}" for c in result["copied"])
     out.print(f"copied into {result['scratch']}: {copied}", markup=False, soft_wrap=True)
     table = Table(title="rehearsal", header_style="bold")
@@ -151,6 +165,21 @@ def print_rehearsal(result: dict[str, Any], out: Any) -> None:
                 markup=False,
                 soft_wrap=True,
             )
+    for entry in result["migrations"]:
+        checked = entry.get("prediction")
+        if not checked:
+            continue
+        if not checked["compared"]:
+            out.print(f"{entry['id']} prediction: {checked['note']}", markup=False, soft_wrap=True)
+            continue
+        off = [d for d in checked["differences"] if d["beyond_tolerance"]]
+        out.print(
+            f"{entry['id']} prediction: "
+            + (f"{len(off)} figure(s) off by more than {checked['tolerance']:.0%}" if off else "as predicted"),
+            markup=False,
+        )
+        for difference in checked["differences"]:
+            out.print(f"  {describe(difference)}", markup=False, soft_wrap=True)
     for failure in result["failures"]:
         out.print(f"difference: {failure}", markup=False, soft_wrap=True)
     for difference in result["differences"]:

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import bson
+
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.dump_folder.bucket_lines import SPILL_PREFIX
 from mongopat.migrate.dump_folder.bucket_steps import BucketFiles
@@ -31,6 +33,7 @@ from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.migrate.throttling import Throttle
 from mongopat.migrate.transform_api import Context, Document, get_path, has_path, hashable_key, set_path
+from mongopat.predictions import Figures, percentile
 from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES, resolve_dump_folder
 
 
@@ -160,3 +163,13 @@ class DumpRunner(RunnerBase):
 
     def _count(self, collection: str) -> int:
         return self.files.count(collection)
+
+    def measure(self, collection: str) -> Figures:
+        """Every document of the collection's file, encoded: exact."""
+        sizes = sorted(len(bson.encode(doc)) for doc in self.files.read(collection))
+        return {
+            "documents": len(sizes),
+            "data_bytes": sum(sizes),
+            "median_document_bytes": percentile(sizes, 50),
+            "p95_document_bytes": percentile(sizes, 95),
+        }

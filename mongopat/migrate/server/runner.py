@@ -35,6 +35,10 @@ from mongopat.migrate.server.steps import PYTHON_BRACKET, TYPE_BRACKETS, ServerS
 from mongopat.migrate.steps import Step
 from mongopat.migrate.throttling import LagGuard, Throttle, backoff, is_transient
 from mongopat.migrate.transform_api import Document
+from mongopat.predictions import Figures, percentile
+
+# Documents whose sizes give a collection's median and 95th percentile after a migration.
+MEASURE_SAMPLE = 1000
 
 
 class Runner(RunnerBase):
@@ -291,6 +295,33 @@ class Runner(RunnerBase):
 
     def _count(self, collection: str) -> int:
         return self.db[collection].count_documents({})
+
+    def measure(self, collection: str) -> Figures:
+        """Counted and summed inside the server (``$bsonSize``, MongoDB 4.4+); document sizes from a
+        ``$sample`` of :data:`MEASURE_SAMPLE`. A server without ``$bsonSize`` has its documents read."""
+        size = {"s": {"$bsonSize": "$$ROOT"}}
+        try:
+            totals = list(
+                self.db[collection].aggregate(
+                    [{"$project": {"_id": 0, **size}}, {"$group": {"_id": None, "n": {"$sum": 1}, "b": {"$sum": "$s"}}}]
+                )
+            )
+            sizes = sorted(
+                int(d["s"])
+                for d in self.db[collection].aggregate(
+                    [{"$sample": {"size": MEASURE_SAMPLE}}, {"$project": {"_id": 0, **size}}]
+                )
+            )
+            documents, data = (int(totals[0]["n"]), int(totals[0]["b"])) if totals else (0, 0)
+        except PyMongoError:
+            sizes = sorted(len(raw_bytes(d)) for d in self.raw_collection(collection).find({}))
+            documents, data = len(sizes), sum(sizes)
+        return {
+            "documents": documents,
+            "data_bytes": data,
+            "median_document_bytes": percentile(sizes, 50),
+            "p95_document_bytes": percentile(sizes, 95),
+        }
 
 
 def _both(query: dict[str, Any], where: dict[str, Any] | None) -> dict[str, Any]:

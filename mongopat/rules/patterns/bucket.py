@@ -140,7 +140,8 @@ class BucketRule(Rule):
         )
         if sentinels:
             rationale += (
-                " Placeholder values (" + ", ".join(f"{v} in {p}" for p, vs in sentinels.items() for v in vs)
+                " Placeholder values ("
+                + ", ".join(f"{v} in {p}" for p, vs in sentinels.items() for v in vs)
                 + ") stay in the readings but are kept out of each bucket's min and max."
             )
         if timeseries_fits:
