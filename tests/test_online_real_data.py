@@ -41,14 +41,24 @@ def observations() -> list[dict[str, Any]]:
     return documents("sample_weatherdata.archive.gz", "data")
 
 
-def recommended_step() -> dict[str, Any]:
-    result = recommend(
-        analyze(SourceSpec(dump=ARCHIVE)), str(REAL / "weatherdata.access.yaml"), {"MP101": {"min_documents": 100}}
-    )
+def bucket_step() -> dict[str, Any]:
+    """A bucket step on the real observations, by station and day, of their nested measurements. MP101
+    offers none for them (one observation per station or so: buckets of one reading would only grow the
+    collection), so its key fields are taken from its finding and its measurements and placeholder values
+    from the analysis. Day-long windows of at most 3 observations make the application's new observations
+    (of a few stations) fill buckets the run then meets full."""
+    report = analyze(SourceSpec(dump=ARCHIVE))
+    result = recommend(report, str(REAL / "weatherdata.access.yaml"), {"MP101": {"min_documents": 100}})
     [advice] = [r for r in result["recommendations"] if r["code"] == "MP101"]
-    # The slice holds one observation per station or so: day-long windows of at most 3 observations make
-    # the application's new observations (of a few stations) fill buckets the run then meets full.
-    return {**advice["migration"], "window_seconds": 86_400, "max_bucket_size": 3}
+    assert advice["migration"] is None
+    fields = {f["path"]: f for f in report["collections"][0]["fields"]}
+    measurements = ["airTemperature.value", "dewPoint.value", "pressure.value"]
+    sentinels = {m: [s["value"] for s in fields[m]["numbers"]["sentinels"]] for m in measurements}
+    return {
+        "step": "bucket", "collection": "data", "series_key": advice["evidence"]["series_key"],
+        "time_field": advice["evidence"]["time_field"], "window_seconds": 86_400, "max_bucket_size": 3,
+        "measurements": measurements, "sentinels": {m: v for m, v in sentinels.items() if v},
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -57,7 +67,7 @@ def test_real_weather_observations_are_bucketed_and_back_while_the_application_w
     db = mongo.db
     originals = observations()[:120]
     db.data.insert_many(copy.deepcopy(originals))
-    spec = recommended_step()
+    spec = bucket_step()
     assert (spec["series_key"], spec["time_field"]) == ("st", "ts")
     folder = tmp_path / "m"
     folder.mkdir()

@@ -36,17 +36,28 @@ def codes(name, access):
     return [(r["code"], r["collection"]) for r in result["recommendations"]], result
 
 
-def test_weather_observations_of_1_7_kib_are_bucketed():
+def test_weather_observations_one_per_station_get_no_bucket_migration_at_any_declared_rate():
+    """400 observations of 390 stations: about one reading per station in any window. Buckets would hold
+    one reading each and add a header to it, so no migration is offered; the finding states both the
+    declared workload (300 inserts/s: 2,769 readings per station per hour) and what the data holds."""
     found, result = codes("weatherdata", "weatherdata.access.yaml")
     assert found == [("MP101", "data")]
     rec = result["recommendations"][0]
-    assert rec["evidence"]["series_key"] == "st" and rec["evidence"]["time_field"] == "ts"
-    assert 1024 < rec["evidence"]["median_document_bytes"] < 4096
-    assert rec["migration"]["alternative"]["timeseries"] == {
-        "timeField": "ts",
-        "metaField": "st",
-        "granularity": "seconds",
-    }
+    assert rec["migration"] is None and rec["prediction"] is None and rec["severity"] == "info"
+    evidence = rec["evidence"]
+    assert evidence["series_key"] == "st" and evidence["time_field"] == "ts"
+    assert evidence["readings_per_series_per_hour_counted"] == 1
+    assert evidence["readings_per_series_per_hour_declared"] == pytest.approx(300 / 390 * 3600, rel=0.01)
+    assert "no migration is offered" in rec["rationale"] and "per series per hour" in rec["rationale"]
+
+
+def test_weather_placeholders_are_sentinels_and_no_measurement_is_a_constant():
+    fields = {f["path"]: f for f in report_of("weatherdata")["collections"][0]["fields"]}
+    [elevation] = fields["elevation"]["numbers"]["sentinels"]
+    assert elevation["value"] == 9999 and elevation["constant"] and elevation["share"] == 1.0
+    temperature = fields["airTemperature.value"]["numbers"]
+    assert [s["value"] for s in temperature["sentinels"]] == [999.9] and not temperature["sentinels"][0]["constant"]
+    assert temperature["max"] == 999.9 and temperature["min"] < 0
 
 
 def test_weather_hourly_reports_are_a_cadence_not_a_bulk_load():

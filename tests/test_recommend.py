@@ -61,9 +61,14 @@ def test_every_recommendation_carries_the_documented_keys():
         "rationale",
         "tradeoffs",
         "migration",
+        "prediction",
     }
     for rec in result["recommendations"]:
         assert set(rec) == keys
+        # Every migration carries its prediction, each collection's figures with a basis.
+        assert bool(rec["migration"]) == bool(rec["prediction"])
+        for predicted in (rec["prediction"] or {}).get("collections", []):
+            assert predicted["basis"] and predicted["after"] and predicted["before"]["documents"] >= 0
         assert 0 <= rec["confidence"] <= 1 and rec["severity"] in ("info", "warning", "error")
         assert rec["evidence"] and rec["rationale"]
         if rec["kind"] == "pattern" and rec["collection"]:

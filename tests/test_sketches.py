@@ -149,3 +149,41 @@ def test_counters_of_ids_and_dates_pickle_to_the_same_values():
         copy = pickle.loads(pickle.dumps(counter, protocol=pickle.HIGHEST_PROTOCOL))
         assert copy.values == counter.values and copy.level == counter.level
         assert copy.estimate() == counter.estimate()
+
+
+def test_the_same_file_gives_the_same_report_in_any_process(tmp_path):
+    """Python salts the hashes of strings, bytes, ObjectIds and dates per process; the distinct sampling
+    must not follow them: estimates past the limit, references and every other figure are the same bytes
+    from processes of different hash seeds (timestamps aside)."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import write_export
+
+    rng = random.Random(3)
+    start = datetime.datetime(2026, 1, 1)
+    documents = [
+        {"_id": ObjectId(), "name": f"user-{rng.randint(0, 50_000)}", "at": start + datetime.timedelta(seconds=i),
+         "tag": rng.choice([None, True, 1, 2.5, "x"]), "ref": f"id{rng.randint(0, 3000)}"}
+        for i in range(6000)
+    ]  # fmt: skip
+    write_export(tmp_path / "data", "users", documents)
+    write_export(tmp_path / "data", "things", [{"_id": f"id{i}"} for i in range(3000)])
+    runs = []
+    for seed in ("1", "2"):
+        result = subprocess.run(
+            [sys.executable, "-m", "mongopat", "analyze", "--dump", str(tmp_path / "data"), "-f", "json",
+             "--distinct-limit", "1000"],
+            capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        report.pop("generated_at")
+        runs.append(json.dumps(report, sort_keys=True))
+    assert runs[0] == runs[1]
+    users = json.loads(runs[0])["collections"][1]
+    assert users["name"] == "users"
+    name = next(f for f in users["fields"] if f["path"] == "name")
+    assert name["cardinality"]["exact"] is False  # past the limit: an estimate, the same in both
+    assert [(r["field"], r["target"]) for r in users["references"]] == [("ref", "things")]

@@ -191,7 +191,9 @@ def _shift(level: int) -> int:
 
 
 _encode = methodcaller("encode", "utf-8", "surrogatepass")
-_NUMBERS = frozenset((int, float, bool, type(None)))
+_NUMBERS = frozenset((int, float, bool))
+# None's own hash is its address before Python 3.12: it stands for this number instead.
+_NONE_KEY = 0x6E6F6E65
 _EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
 _MICROSECOND_STEP = datetime.timedelta(microseconds=1)
 
@@ -203,8 +205,10 @@ def _stable_key(value: object) -> object:
         return crc32(_encode(value))  # type: ignore[arg-type]
     if kind is ObjectId:
         return crc32(value.binary)  # type: ignore[attr-defined]
-    if isinstance(value, (int, float)) or value is None:
+    if isinstance(value, (int, float)):
         return value
+    if value is None:
+        return _NONE_KEY
     if isinstance(value, datetime.datetime):
         naive = value.replace(tzinfo=None) - value.utcoffset() if value.tzinfo else value
         return (naive - _EPOCH_NAIVE) // _MICROSECOND_STEP
