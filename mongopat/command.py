@@ -102,6 +102,7 @@ def recommend(
     (``recommendations_version`` 2). Each migration carries a prediction; with ``source`` (the data the
     report measured) a document step's is measured on a sample run through the step."""
     from mongopat.access import load_access_file
+    from mongopat.access.against_data import check_against_data
     from mongopat.rules import Context, registry, run_rules
     from mongopat.rules.base import SEVERITIES
 
@@ -110,6 +111,7 @@ def recommend(
     if access_path:
         known = [c["name"] for c in report["collections"]]
         access = load_access_file(access_path, known_collections=known)
+        notes.extend(check_against_data(access, report))
         if access.database and access.database != report["source"]["database"]:
             notes.append(
                 f"{access_path} describes database {access.database!r}; the data is {report['source']['database']!r}"

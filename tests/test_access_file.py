@@ -220,3 +220,34 @@ def test_any_malformed_structure_gives_a_clean_error(tree):
 def test_any_text_gives_a_clean_error(text):
     with contextlib.suppress(InputError):
         parse(text)
+
+
+def test_the_access_file_is_checked_against_the_data(tmp_path):
+    """A collection the data lacks is an input error naming the nearest one (exit 2), unless the file
+    says a migration creates it; a field no document holds is a warning naming the nearest path."""
+    from typer.testing import CliRunner
+
+    from mongopat.cli import app
+    from tests.conftest import write_export
+
+    data = tmp_path / "shop"
+    write_export(data, "orders", [{"_id": i, "customerId": i % 7, "items": [{"sku": "a"}]} for i in range(20)])
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("version: 1\ncollections:\n  order:\n    queries:\n      - {name: q, filter: {_id: eq}}\n")
+    result = CliRunner().invoke(app, ["recommend", "--dump", str(data), "--access", str(typo)])
+    assert result.exit_code == 2
+    assert "collections.order: not in the data (did you mean 'orders'?)" in result.output
+    assert f"{typo}:" in result.output  # file and line
+    created = tmp_path / "created.yaml"
+    created.write_text(
+        "version: 1\ncollections:\n  order_totals:\n    created_by_migration: true\n  orders:\n    queries:\n"
+        "      - {name: q, filter: {customerID: eq, items.sku: eq, items.qty: eq}, per_sec: 3}\n"
+    )
+    result = CliRunner().invoke(app, ["recommend", "--dump", str(data), "--access", str(created), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.stdout)["notes"]
+    assert any(
+        "field 'customerID' of orders is in no document" in n and "did you mean 'customerId'" in n for n in notes
+    )
+    assert any("field 'items.qty'" in n for n in notes)
+    assert not any("items.sku" in n for n in notes)  # a path through an array, held by the data

@@ -44,7 +44,7 @@ AccessFileError = YamlFileError
 
 
 QUERY_KEYS = ("name", "filter", "sort", "limit", "fields", "derive", "lookup", "aggregate", "embed", "per_sec")
-COLLECTION_KEYS = ("description", "writes", "queries", "counters", "history")
+COLLECTION_KEYS = ("description", "created_by_migration", "writes", "queries", "counters", "history")
 TOP_KEYS = ("version", "database", "collections", "thresholds", "check")
 
 
@@ -99,12 +99,15 @@ def parse_access_text(text: str, file: str = "<access>", known_collections: Iter
 
 def _collection(check: YamlValidator, name: str, node: yaml.Node) -> CollectionAccess:
     path = f"collections.{name}"
-    access = CollectionAccess(name)
+    access = CollectionAccess(name, location=check.where(node))
     fields = check.mapping(node, path, COLLECTION_KEYS)
     if not fields:
         return access
     if "description" in fields:
         access.description = check.string(fields["description"], f"{path}.description")
+    if "created_by_migration" in fields:
+        created = check.boolean(fields["created_by_migration"], f"{path}.created_by_migration")
+        access.created_by_migration = bool(created)
     if "writes" in fields:
         writes = (
             check.mapping(fields["writes"], f"{path}.writes", ("inserts_per_sec", "updates_per_sec", "deletes_per_sec"))

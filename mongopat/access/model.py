@@ -97,6 +97,9 @@ class CollectionAccess:
     counters: list[CounterSpec] = field(default_factory=list)
     history: History | None = None
     description: str | None = None
+    # Not in the data yet: a migration creates it (else a collection the data lacks is a typo).
+    created_by_migration: bool = False
+    location: Location | None = None
 
     def reads_per_sec(self) -> float:
         return sum(q.per_sec or 0 for q in self.queries)

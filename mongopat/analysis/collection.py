@@ -201,6 +201,8 @@ class CollectionAnalysis:
         self._largest = max(self._largest, max(sizes))
         if self.options.keep_example and self.example is None:
             self.example = plain_value(docs[0])
+        if self.root.keys is not None:  # documents keyed by ids: their keys are data, not a shape
+            layouts = [(MAP_KEY,)] * len(docs)
         self.cadence.add(docs)
         self._add_times(docs, first, layouts)
 
@@ -383,6 +385,8 @@ class CollectionAnalysis:
             "max_depth": max((f["depth"] for f in fields), default=0),
             "fields": fields,
             "time": time_profiles,
+            # Documents keyed by ids (one entry a key): the keys' summary, as a sub-document map's ``map``.
+            "document_map": self.root.keys.summary(MAP_KEY, self.root.count) if self.root.keys is not None else None,
             "drift": self.shapes.to_dict(),
             "series_cadence": self.cadence.to_dict(),
             "references": self.references,

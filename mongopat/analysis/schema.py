@@ -244,13 +244,23 @@ class DocumentShape:
         slot.on_dates = self.on_dates
         self.fields[name] = slot
         known = len(self.fields)
-        # Only sub-documents can be maps, checked at MAP_MIN_KEYS keys and every doubling (cheap: a new key).
-        if self.path and known >= MAP_MIN_KEYS and known & (known - 1) == 0 and self._looks_like_map():
+        # Maps are checked at MAP_MIN_KEYS keys and every doubling (cheap: a new key). A whole document is one
+        # only when its keys have the form of values (a document keyed by ids); sparse top-level fields are
+        # fields.
+        if (
+            known >= MAP_MIN_KEYS
+            and known & (known - 1) == 0
+            and (self._looks_like_map() if self.path else self._keyed_by_values())
+        ):
             self.to_map()
             assert self.keys is not None
             self.keys.occurrences += 1  # the value the caller is about to fold in under this key
             return self.fields[MAP_KEY]
         return slot
+
+    def _keyed_by_values(self) -> bool:
+        names = [name for name in self.fields if name != "_id"]
+        return sum(1 for name in names if key_form(name) != "name") >= VALUE_KEY_SHARE * len(names)
 
     def _looks_like_map(self) -> bool:
         names = list(self.fields)
@@ -272,13 +282,18 @@ class DocumentShape:
         keys = MapKeys(self.limits)
         merged = Slot(f"{self.path}.{MAP_KEY}" if self.path else MAP_KEY, self.depth + 1, self.in_array, self.limits)
         merged.on_dates = self.on_dates
+        # A document keyed by ids keeps its _id apart: it names the document, it is no entry of the map.
+        kept = {"_id": self.fields["_id"]} if not self.path and "_id" in self.fields else {}
         for name, slot in self.fields.items():
+            if name in kept:
+                continue
             keys.add_known(name, slot.count)
             _repath(slot, merged.path)
             merged.merge(slot)
         keys.documents_before = self.count
         # In place: the walk that called add_field holds this dict.
         self.fields.clear()
+        self.fields.update(kept)
         self.fields[MAP_KEY] = merged
         self.keys = keys
 
@@ -645,19 +660,27 @@ def walk_map(shape: DocumentShape, doc: dict[str, Any]) -> None:
     """
     keys = shape.keys
     assert keys is not None
-    keys.buffer.extend(doc)
-    keys.lengths.append(len(doc))
-    keys.occurrences += len(doc)
+    names: list[str] | None = None
+    if not shape.path and "_id" in doc:  # a whole document keyed by ids: its _id is walked as a field
+        names = [name for name in doc if name != "_id"]
+        slot = shape.fields.get("_id") or shape.fields.setdefault("_id", Slot("_id", 1, False, shape.limits))
+        identifier = [doc["_id"]]
+        if walk_values(slot, identifier)[0]:
+            doc["_id"] = identifier[0]
+    entries = doc if names is None else {name: doc[name] for name in names}
+    keys.buffer.extend(entries)
+    keys.lengths.append(len(entries))
+    keys.occurrences += len(entries)
     tracked = keys.key_fields
-    for key, value in doc.items():
+    for key, value in entries.items():
         if type(value) is dict and value and next(iter(value))[:1] != "$":
             keys.key_fields_seen += 1
             for name, inner in value.items():
                 if inner == key and (name in tracked or len(tracked) < MAP_KEY_FIELDS_TRACKED):
                     tracked[name] += 1
-    values = list(doc.values())
+    values = list(entries.values())
     if walk_values(shape.fields[MAP_KEY], values)[0]:
-        doc.update(zip(list(doc), values, strict=True))  # wrappers the walk decoded go back into the document
+        doc.update(zip(list(entries), values, strict=True))  # wrappers the walk decoded go back into the document
     if len(keys.buffer) >= 4096:
         keys.flush()
 

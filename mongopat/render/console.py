@@ -60,6 +60,9 @@ def _cardinality(card: dict[str, Any] | None) -> str:
     return text
 
 
+ARRAY_KINDS = {"geojson": "GeoJSON geometry", "vector": "a vector of numbers", "coordinates": "a coordinate pair"}
+
+
 def _map(keys: dict[str, Any]) -> Text:
     form = keys["key_forms"][0]["form"] if keys["key_forms"] else "?"
     approx = "" if keys["keys_exact"] else "~"
@@ -194,6 +197,20 @@ def collection_view(collection: dict[str, Any], verbose: bool = False, width: in
         if bulk:
             line.append(f" · {bulk_load_text(bulk)}", style="yellow")
         parts.append(line)
+    document_map = collection.get("document_map")
+    if document_map:
+        parts.append(Text(f"  documents keyed by values: {_map(document_map)}", style="magenta"))
+    for field in collection["fields"]:
+        for sentinel in (field.get("numbers") or {}).get("sentinels") or []:
+            what = "the only value" if sentinel["constant"] else f"{sentinel['share']:.1%} of the values"
+            parts.append(
+                Text(
+                    f"  placeholder {sentinel['value']} in {field['path']} ({what}): not a measurement", style="yellow"
+                )
+            )
+        kind = (field.get("array") or {}).get("kind")
+        if kind and not field["path"].endswith("[]"):
+            parts.append(Text(f"  {field['path']}: {ARRAY_KINDS[kind]} (bounded by what it stands for)", style="dim"))
     for item in collection.get("patterns_in_place") or []:
         parts.append(
             Text(

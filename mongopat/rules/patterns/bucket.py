@@ -233,7 +233,8 @@ class BucketRule(Rule):
         if collection.access:
             for query in collection.access.queries:
                 ranges = [f for f in query.filters_with(("range", "gt", "gte", "lt", "lte")) if f in dates or not dates]
-                equals = query.filters_with(("eq", "in"))
+                # A field no document holds (a typo the access check warns of) keys no series.
+                equals = [f for f in query.filters_with(("eq", "in")) if collection.field(f) is not None]
                 if ranges and equals:
                     queried_time, queried_series = ranges[0], equals[0]
                     break
