@@ -295,3 +295,18 @@ def test_type_timestamp_in_a_query(mongo):
 def test_an_index_created_without_a_name_gets_the_generated_one(mongo):
     mongo.db.kept.create_index([("a", 1), ("b", -1)], name=None)
     assert {i["name"] for i in mongo.db.kept.list_indexes()} == {"_id_", "a_1_b_-1"}
+
+
+@pytest.mark.diverges("mongomock", "aggregate([{$project: {s: {$bsonSize: '$$ROOT'}}}]): Unrecognized expression")
+def test_bson_size_of_the_root_document(mongo):
+    """``$bsonSize`` (MongoDB 4.4+) gives a document's BSON size inside the server: ``migrate up`` measures
+    a collection's data bytes with it, summed by ``$group``, without reading the documents."""
+    documents = [{"_id": i, "s": "x" * i} for i in range(10)]
+    mongo.db.kept.insert_many(documents)
+    [total] = mongo.db.kept.aggregate(
+        [
+            {"$project": {"_id": 0, "s": {"$bsonSize": "$$ROOT"}}},
+            {"$group": {"_id": None, "n": {"$sum": 1}, "b": {"$sum": "$s"}}},
+        ]
+    )
+    assert total["n"] == 10 and total["b"] == sum(len(bson.encode(d)) for d in documents)

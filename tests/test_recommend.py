@@ -140,11 +140,21 @@ def test_cli_invalid_access_file_lists_every_problem(tmp_path):
     assert f"{bad}:4:31" in result.output and "did you mean 'queries'" in result.output
 
 
-def test_access_file_for_another_database_is_noted():
+def test_access_file_for_another_database_is_noted(tmp_path):
+    """Staging and production copies differ in name: noted, and used. Its collections must be in the data."""
+    other = tmp_path / "access.yaml"
+    other.write_text((SAMPLES / "wiki/access.yaml").read_text().replace("database: wiki", "database: wiki_staging"))
+    args = ["recommend", "--dump", str(SAMPLES / "wiki"), "--access", str(other), "-f", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert any("describes database 'wiki_staging'" in note for note in json.loads(result.stdout)["notes"])
+
+
+def test_an_access_file_of_other_collections_is_an_input_error():
     args = ["recommend", "--dump", str(SAMPLES / "wiki"), "--access", str(SAMPLES / "blog/access.yaml"), "-f", "json"]
     result = runner.invoke(app, args)
-    assert result.exit_code == 0
-    assert "describes database 'blog'" in json.loads(result.stdout)["notes"][0]
+    assert result.exit_code == 2
+    assert "collections.posts: not in the data" in result.output
 
 
 def test_rules_listing():

@@ -317,6 +317,12 @@ class CollectionAnalysis:
             entry["cardinality"] = None
         card = entry["cardinality"]
         entry["numbers"] = slot.numbers.summary(card["distinct"]) if slot.numbers is not None and card else None
+        lengths = slot.string_lengths
+        entry["strings"] = (
+            {"count": lengths[0], "mean_length": round(lengths[1] / lengths[0], 2), "max_length": lengths[2]}
+            if lengths
+            else None
+        )
         if slot.length_dist is not None and slot.length_dist.n:
             element = slot.element
             element_types = element.all_types() if element is not None else {}

@@ -1,7 +1,8 @@
 """References: fields whose values are ``_id``s of a collection (the same one, for trees).
 
 A field is a candidate when its values are ObjectIds, or when its name says it refers to something
-(``customerId``, ``parent``, ``ancestors``...) and its values are of the target ``_id``'s kind: numbers
+(``customerId``, ``parent``, ``ancestors``, or a collection's name: ``images`` of integers beside an
+``images`` collection) and its values are of the target ``_id``'s kind: numbers
 compare as MongoDB compares them (``3.0 == 3``, whatever their BSON types). Up to ``MAX_CANDIDATES`` of its
 distinct values are looked up among the target's ``_id``s: in the target's distinct sketch when every
 target document was read (exact for the values the sketch can decide), or by one ``$in`` query on the
@@ -128,8 +129,12 @@ def find_references(analyses: dict[str, CollectionAnalysis], source: Source) -> 
             if kind is None:
                 continue
             leaf = path.rsplit(".", 1)[-1].rstrip("[]")
-            if kind != "objectId" and not REFERENCE_NAME.search(leaf):
-                continue
+            if (
+                kind != "objectId"
+                and not REFERENCE_NAME.search(leaf)
+                and not any(names_collection(path, t) for t in targets)
+            ):
+                continue  # numbers and strings are looked up only where the field's name says they refer
             candidates = []
             for target, id_slot in targets.items():
                 if _dominant_kind(id_slot) != kind:

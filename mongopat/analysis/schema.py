@@ -90,6 +90,7 @@ class Slot:
         "limits",
         "on_dates",
         "numbers",
+        "string_lengths",
     )
 
     def __init__(self, path: str, depth: int, in_array: bool, limits: Limits) -> None:
@@ -113,6 +114,8 @@ class Slot:
         self.distinct = DistinctCounter(limit=limits.distinct_limit)
         # The numbers' range and sentinel candidates (created with the first number).
         self.numbers: NumberRange | None = None
+        # Strings: how many, their characters in all, the longest (created with the first string).
+        self.string_lengths: list[int] | None = None
         # Called with the dates of this path at each flush (used for insert-rate profiles).
         self.on_dates: Callable[[str, list[datetime.datetime]], None] | None = None
 
@@ -141,6 +144,14 @@ class Slot:
             single = len(kinds_seen) == 1
             kinds = Counter({next(iter(kinds_seen)): len(buffer)}) if single else Counter(map(type, buffer))
             self.buffer_kinds, self.buffer_typed = set(), 0
+            if str in kinds:
+                lengths = list(map(len, buffer if single else [v for v in buffer if type(v) is str]))
+                if self.string_lengths is None:
+                    self.string_lengths = [0, 0, 0]
+                totals = self.string_lengths
+                totals[0] += len(lengths)
+                totals[1] += sum(lengths)
+                totals[2] = max(totals[2], max(lengths))
             if int in kinds or float in kinds:
                 if self.numbers is None:
                     self.numbers = NumberRange()
@@ -183,6 +194,12 @@ class Slot:
             else:
                 self.length_dist.merge(other.length_dist)
         self.distinct.merge(other.distinct)
+        if other.string_lengths is not None:
+            if self.string_lengths is None:
+                self.string_lengths = list(other.string_lengths)
+            else:
+                mine, theirs = self.string_lengths, other.string_lengths
+                mine[0], mine[1], mine[2] = mine[0] + theirs[0], mine[1] + theirs[1], max(mine[2], theirs[2])
         if other.numbers is not None:
             if self.numbers is None:
                 self.numbers = other.numbers

@@ -330,9 +330,11 @@ class _Counted:
         p95 = (found.get("p95") or per_group) * (self.scale if self.sampled else 1)
         overflow = max(1.0, per_group / max_bucket_size)
         buckets = max(1, round(groups * overflow))
-        series_bytes = _field_bytes(series, self.collection.dominant_type(series))
+        length = ((self.collection.field(series) or {}).get("strings") or {}).get("mean_length")
+        series_bytes = _field_bytes(series, self.collection.dominant_type(series), length)
         # A reading keeps its fields but the series (moved to the bucket) and gains an array index key.
-        reading = max(8.0, mean - series_bytes + 2 + len(str(max_bucket_size)))
+        # The array key of a reading: its index as a string, a type byte and a terminator.
+        reading = max(8.0, mean - series_bytes + 2 + len(str(max(1, min(round(per_group), max_bucket_size) - 1))))
         header = _bucket_header_bytes(series, series_bytes, measurements)
         data_after = round(count * reading + buckets * header)
         before: Figures = {
@@ -355,9 +357,10 @@ class _Counted:
         return prediction([{"collection": self.collection.name, "before": before, "after": after, "basis": basis}])
 
 
-def _field_bytes(name: str, kind: str | None) -> int:
-    """A top-level field's BSON bytes: type byte, name, value (strings assumed 12 characters)."""
-    value = {"int": 4, "long": 8, "double": 8, "objectId": 12, "date": 8}.get(kind or "", 4 + 13)
+def _field_bytes(name: str, kind: str | None, length: float | None) -> int:
+    """A top-level field's BSON bytes: type byte, name, value (a string's by its mean length measured)."""
+    string = 4 + round(length if length is not None else 12) + 1
+    value = {"int": 4, "long": 8, "double": 8, "objectId": 12, "date": 8}.get(kind or "", string)
     return 1 + len(name) + 1 + value
 
 
