@@ -66,8 +66,43 @@ def print_recommendations(result: dict[str, Any], console: Console, verbose: boo
         console.print(evidence)
         for tradeoff in rec["tradeoffs"]:
             console.print(Text(f"  trade-off: {tradeoff}", style="dim"))
+        for line in prediction_lines(rec.get("prediction")):
+            console.print(Text(f"  {line}"))
         if rec["migration"] and verbose:
             console.print(Text("  migration: " + json.dumps(rec["migration"], default=str), style="dim"))
+
+
+def prediction_lines(prediction: dict[str, Any] | None) -> list[str]:
+    """What a migration is predicted to do, one line a collection or read ("predicted: readings 6,000 ->
+    40 documents, 568 KiB -> 466 KiB")."""
+    if not prediction:
+        return []
+    lines = []
+    for entry in prediction.get("collections") or []:
+        before, after = entry.get("before") or {}, entry.get("after") or {}
+        parts = [f"{before.get('documents', 0):,} -> {after['documents']:,} documents"] if "documents" in after else []
+        if after.get("data_bytes") is not None:
+            parts.append(f"{_bytes(before.get('data_bytes'))} -> {_bytes(after['data_bytes'])}")
+        if after.get("median_document_bytes") is not None:
+            parts.append(f"median document {_bytes(after['median_document_bytes'])}")
+        lines.append(f"predicted: {entry['collection']} " + ", ".join(parts or ["(not predicted)"]))
+    for read in prediction.get("reads") or []:
+        if read.get("examined_before") is not None and read.get("examined_after") is not None:
+            lines.append(
+                f"predicted: read {read['read']} examines {read['examined_before']:,.0f} -> "
+                f"{read['examined_after']:,.0f} documents"
+            )
+    lines.extend(f"note: {note}" for note in prediction.get("notes") or [])
+    return lines
+
+
+def _bytes(value: Any) -> str:
+    if value is None:
+        return "?"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size:
+            return f"{value / size:,.1f} {unit}"
+    return f"{value:,} B"
 
 
 def to_markdown(result: dict[str, Any]) -> str:
@@ -94,6 +129,9 @@ def to_markdown(result: dict[str, Any]) -> str:
         lines += [f"| {key} | {_escape(_value(value))} |" for key, value in rec["evidence"].items()]
         if rec["tradeoffs"]:
             lines += ["", "Trade-offs:", ""] + [f"- {_escape(t)}" for t in rec["tradeoffs"]]
+        predicted = prediction_lines(rec.get("prediction"))
+        if predicted:
+            lines += ["", "Prediction:", ""] + [f"- {_escape(line)}" for line in predicted]
         if rec["migration"]:
             lines += [
                 "",
