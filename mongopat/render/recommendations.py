@@ -73,23 +73,23 @@ def print_recommendations(result: dict[str, Any], console: Console, verbose: boo
 
 
 def prediction_lines(prediction: dict[str, Any] | None) -> list[str]:
-    """What a migration is predicted to do, one line a collection or read ("predicted: readings 6,000 ->
-    40 documents, 568 KiB -> 466 KiB")."""
+    """What a migration is predicted to do, one line a collection or read ("predicted: readings 6,000 →
+    40 documents, 568 KiB → 466 KiB")."""
     if not prediction:
         return []
     lines = []
     for entry in prediction.get("collections") or []:
         before, after = entry.get("before") or {}, entry.get("after") or {}
-        parts = [f"{before.get('documents', 0):,} -> {after['documents']:,} documents"] if "documents" in after else []
+        parts = [f"{before.get('documents', 0):,} → {after['documents']:,} documents"] if "documents" in after else []
         if after.get("data_bytes") is not None:
-            parts.append(f"{_bytes(before.get('data_bytes'))} -> {_bytes(after['data_bytes'])}")
+            parts.append(f"{_bytes(before.get('data_bytes'))} → {_bytes(after['data_bytes'])}")
         if after.get("median_document_bytes") is not None:
             parts.append(f"median document {_bytes(after['median_document_bytes'])}")
         lines.append(f"predicted: {entry['collection']} " + ", ".join(parts or ["(not predicted)"]))
     for read in prediction.get("reads") or []:
         if read.get("examined_before") is not None and read.get("examined_after") is not None:
             lines.append(
-                f"predicted: read {read['read']} examines {read['examined_before']:,.0f} -> "
+                f"predicted: read {read['read']} examines {read['examined_before']:,.0f} → "
                 f"{read['examined_after']:,.0f} documents"
             )
     lines.extend(f"note: {note}" for note in prediction.get("notes") or [])
