@@ -61,7 +61,12 @@ def _measurements(children: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _identities(children: dict[str, dict[str, Any]]) -> list[str]:
-    return [name for name, child in children.items() if _dominant(child) == "objectId" or IDENTITY_NAME.search(name)]
+    """Fields naming who or what an element is about (a reading's own ``_id`` names only the reading)."""
+    return [
+        name
+        for name, child in children.items()
+        if name != "_id" and (_dominant(child) == "objectId" or IDENTITY_NAME.search(name))
+    ]
 
 
 def bucket(collection: Collection) -> dict[str, Any] | None:
@@ -73,9 +78,12 @@ def bucket(collection: Collection) -> dict[str, Any] | None:
     top = _top_level(fields)
     dates = [f["path"] for f in top if _dominant(f) == "date" and not AUDIT_DATE.match(f["path"])]
     counts = [f["path"] for f in top if f["path"] in COUNT_NAMES and _dominant(f) in ("int", "long")]
+    # A count beside a window (start and end) is a bucket's own header: then buckets of one reading are
+    # buckets too (too small ones, MP207's to report); without both, an array must hold several readings.
+    header = bool(counts) and len(dates) >= 2
     for field in top:
         array = field.get("array")
-        if not array or (array.get("p50") or 0) < 2 or array.get("kind"):
+        if not array or (array.get("p50") or 0) < (1 if header else 2) or array.get("kind"):
             continue
         element = array["element_types"][0]["type"] if array.get("element_types") else None
         children = _children(fields, field["path"] + "[]")

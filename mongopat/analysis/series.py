@@ -6,18 +6,18 @@ the insert rate. So, for a few candidate pairs of a *series key* (a top-level st
 that most documents hold) and a *time field* (a top-level date), the analysis counts the documents of
 each (series, window) group, for each window of :data:`WINDOWS`.
 
-Memory is bounded as for distinct values: a group is kept while at most ``limit`` groups are; past that,
-only groups whose stable hash passes a sampling filter are kept (each with its exact count), so the
-number of groups is estimated and the distribution of group sizes is that of a uniform sample of groups.
+One counter per pair holds the documents per (series, minute); every window's groups are counted from it
+at the end. Memory is bounded as for distinct values: keys are kept while at most ``limit`` are; past
+that, only the series whose stable hash passes a sampling filter are kept, each with all its minutes, so
+the number of groups is estimated and their sizes are those of a uniform sample of series.
 """
 
 from __future__ import annotations
 
 import datetime
 from collections import Counter
-from collections.abc import Iterator
 from itertools import compress, repeat
-from operator import add, floordiv, mul, not_, rshift
+from operator import add, floordiv, lshift, not_, rshift
 from typing import Any
 
 from bson import ObjectId
@@ -33,38 +33,35 @@ MAX_SERIES_FIELDS = 3
 MIN_PRESENCE = 0.9
 SERIES_TYPES = (str, int, ObjectId)
 _DATES = {datetime.datetime}
-# Spreads a series' key apart from its window number in one integer key.
-_SERIES_SPREAD = 1_000_003
 
 
-def _kept(keys: list[int], level: int) -> Iterator[int]:
-    """The keys a sample at ``level`` keeps (the top ``level`` bits of their spread hash zero), by C loops."""
-    return compress(keys, map(not_, map(rshift, map(hash, zip(keys)), repeat(_shift(level)))))
+_MINUTE_BITS = 32
+_MINUTE_MASK = (1 << _MINUTE_BITS) - 1
+# Minutes since the epoch, offset so that dates back to 1970 minus 4,000 years stay positive.
+_MINUTE_OFFSET = 1 << 31
 
 
-def _only(counts: Counter[int], level: int) -> Counter[int]:
-    """The counts of the keys a sample at ``level`` keeps."""
-    kept = list(_kept(list(counts), level))
-    return Counter(dict(zip(kept, map(counts.__getitem__, kept), strict=True)))
-
-
-class GroupSizes:
-    """Documents per group (integer keys), exact up to ``limit`` groups, a hash-sampled subset past it."""
+class SeriesMinutes:
+    """Documents per (series, minute) as integer keys (the series' spread hash above the minute), exact up to
+    ``limit`` keys; past it, only the series whose hash passes a sampling filter are kept, each with all its
+    minutes, so every window's groups can be counted from them at the end (:meth:`summary`)."""
 
     __slots__ = ("counts", "level", "limit")
 
-    def __init__(self, limit: int = 4096) -> None:
+    def __init__(self, limit: int = 16384) -> None:
         self.counts: Counter[int] = Counter()
         self.level = 0
         self.limit = limit
 
-    def add_many(self, keys: list[int]) -> None:
+    def add_many(self, series: list[int], minutes: list[int]) -> None:
+        """``series``: the spread hashes of the documents' series; ``minutes``: their minutes, offset."""
         if self.level:
-            keys = list(_kept(keys, self.level))
-        self.counts.update(keys)
+            kept = list(map(not_, map(rshift, series, repeat(_shift(self.level)))))
+            series, minutes = list(compress(series, kept)), list(compress(minutes, kept))
+        self.counts.update(map(add, map(lshift, series, repeat(_MINUTE_BITS)), minutes))
         self._bound()
 
-    def merge(self, other: GroupSizes) -> None:
+    def merge(self, other: SeriesMinutes) -> None:
         level = max(self.level, other.level)
         self.counts.update(other.counts if level == other.level else _only(other.counts, level))
         if level > self.level:
@@ -77,20 +74,30 @@ class GroupSizes:
             self.level += 1
             self.counts = _only(self.counts, self.level)
 
-    def summary(self, documents: int) -> dict[str, Any]:
-        """Groups and their sizes, ``documents`` being those counted (a sampled estimate never passes it)."""
-        scale = 1 << self.level
-        sizes = sorted(self.counts.values())
-        groups = min(len(sizes) * scale, documents)
+    def summary(self, window: int, documents: int) -> dict[str, Any]:
+        """Groups of ``window`` seconds and their sizes; ``documents``, those counted (an estimate of the
+        groups never passes it)."""
+        width = window // 60
+        groups: Counter[tuple[int, int]] = Counter()
+        for key, count in self.counts.items():
+            groups[(key >> _MINUTE_BITS, ((key & _MINUTE_MASK) - _MINUTE_OFFSET) // width)] += count
+        sizes = sorted(groups.values())
+        estimated = min(len(sizes) << self.level, documents)
         out: dict[str, Any] = {
-            "groups": groups,
+            "groups": estimated,
             "exact": self.level == 0,
-            "readings_per_group": round(documents / groups, 3) if groups else None,
+            "readings_per_group": round(documents / estimated, 3) if estimated else None,
         }
         for p in PERCENTILES:
             out[f"p{p}"] = sizes[min(len(sizes) - 1, max(0, -(-p * len(sizes) // 100) - 1))] if sizes else None
         out["max"] = sizes[-1] if sizes else None
         return out
+
+
+def _only(counts: Counter[int], level: int) -> Counter[int]:
+    """The counts of the keys whose series a sample at ``level`` keeps."""
+    shift = _shift(level)
+    return Counter({key: n for key, n in counts.items() if not (key >> _MINUTE_BITS) >> shift})
 
 
 class SeriesCadence:
@@ -101,8 +108,8 @@ class SeriesCadence:
     def __init__(self) -> None:
         self.time_fields: list[str] = []
         self.series_fields: list[str] = []
-        # (series, time, window) -> group sizes
-        self.groups: dict[tuple[str, str, int], GroupSizes] = {}
+        # (series, time) -> documents per series and minute
+        self.groups: dict[tuple[str, str], SeriesMinutes] = {}
         self.documents: Counter[tuple[str, str]] = Counter()
         self.chosen = False
 
@@ -125,8 +132,7 @@ class SeriesCadence:
         self.series_fields = varied[:MAX_SERIES_FIELDS]
         for series in self.series_fields:
             for time in self.time_fields:
-                for window in WINDOWS:
-                    self.groups[(series, time, window)] = GroupSizes()
+                self.groups[(series, time)] = SeriesMinutes()
 
     def add(self, docs: list[dict[str, Any]]) -> None:
         if not self.chosen:
@@ -142,21 +148,17 @@ class SeriesCadence:
                 holders, stamps = list(compress(docs, held)), list(compress(stamps, held))
                 if not holders:
                     continue
-            seconds = list(map(int, dates_to_epochs(stamps)))
-            windows = {window: list(map(floordiv, seconds, repeat(window))) for window in WINDOWS}
+            minutes = list(map(add, map(floordiv, dates_to_epochs(stamps), repeat(60)), repeat(_MINUTE_OFFSET)))
             for series in self.series_fields:
                 values = list(map(dict.get, holders, repeat(series)))
-                numbers = windows
+                column = minutes
                 if None in values:
                     held = [value is not None for value in values]
-                    values = list(compress(values, held))
-                    numbers = {window: list(compress(column, held)) for window, column in windows.items()}
+                    values, column = list(compress(values, held)), list(compress(minutes, held))
                 if not values:
                     continue
-                spread = list(map(mul, map(hash, zip(_stable_keys(values))), repeat(_SERIES_SPREAD)))
                 self.documents[(series, time)] += len(values)
-                for window, column in numbers.items():
-                    self.groups[(series, time, window)].add_many(list(map(add, spread, column)))
+                self.groups[(series, time)].add_many(list(map(hash, zip(_stable_keys(values)))), list(map(int, column)))
 
     def merge(self, other: SeriesCadence) -> None:
         if not other.groups:
@@ -169,7 +171,7 @@ class SeriesCadence:
             if key in self.groups:
                 self.groups[key].merge(sizes)
         for key, n in other.documents.items():
-            if (key[0], key[1], WINDOWS[0]) in self.groups:
+            if key in self.groups:
                 self.documents[key] += n
 
     def to_dict(self) -> list[dict[str, Any]]:
@@ -185,7 +187,7 @@ class SeriesCadence:
                         "time_field": time,
                         "documents": documents,
                         "windows": [
-                            {"seconds": window, **self.groups[(series, time, window)].summary(documents)}
+                            {"seconds": window, **self.groups[(series, time)].summary(window, documents)}
                             for window in WINDOWS
                         ],
                     }

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, methodcaller, not_, rshift
+from operator import attrgetter, floordiv, methodcaller, not_, rshift
 from typing import Any
 from zlib import crc32
 
@@ -228,6 +228,11 @@ def _stable_keys(values: list[object]) -> list[object]:
         return list(map(crc32, map(_encode, values)))  # type: ignore[arg-type]
     if kinds == {ObjectId}:
         return list(map(crc32, map(attrgetter("binary"), values)))  # type: ignore[arg-type]
+    if kinds == {datetime.datetime}:
+        try:  # naive, as pymongo decodes dates: microseconds since the epoch, by C loops
+            return list(map(floordiv, map(_EPOCH_NAIVE.__rsub__, values), repeat(_MICROSECOND_STEP)))  # type: ignore[arg-type]
+        except TypeError:  # some carry a time zone
+            pass
     return list(map(_stable_key, values))
 
 

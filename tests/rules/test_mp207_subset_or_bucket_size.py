@@ -74,3 +74,24 @@ def test_lists_of_people_with_a_date_each_are_not_buckets(tmp_path):
     assert [p["pattern"] for p in report["collections"][0]["patterns_in_place"]] == []
     assert findings(report, rule="MP207") == []
     assert findings(report, rule="MP100") == []
+
+
+def test_buckets_of_one_reading_are_too_small(tmp_path):
+    """Bucketing one reading a station per window (the weather sample's cadence) leaves buckets of one:
+    their count and window still make them buckets, and MP207 says they are too small."""
+    buckets = [
+        {
+            "_id": {"s": f"st{i}", "w": START, "n": 0},
+            "station": f"st{i}",
+            "start": START,
+            "end": START + datetime.timedelta(hours=1),
+            "count": 1,
+            "min": {"t": i / 10},
+            "max": {"t": i / 10},
+            "readings": [{"_id": i, "ts": START + datetime.timedelta(minutes=i % 60), "t": i / 10}],
+        }
+        for i in range(40)
+    ]
+    report = report_of(tmp_path, {"data": buckets})
+    [rec] = findings(report, rule="MP207")
+    assert rec.title == "Buckets too small" and rec.evidence["median_bucket_length"] == 1
