@@ -11,6 +11,7 @@ the counts of the candidates and the range of the other values are kept per fiel
 from __future__ import annotations
 
 from collections import Counter
+from itertools import filterfalse
 from typing import Any
 
 CANDIDATES = frozenset(
@@ -41,7 +42,7 @@ class NumberRange:
         hits = list(filter(CANDIDATES.__contains__, numbers))
         if hits:
             self.candidates.update(hits)
-            numbers = [value for value in numbers if value not in CANDIDATES]
+            numbers = list(filterfalse(CANDIDATES.__contains__, numbers))
             if not numbers:
                 return
         low, high = min(numbers), max(numbers)

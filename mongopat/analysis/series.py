@@ -15,9 +15,10 @@ the number of groups is estimated and their sizes are those of a uniform sample 
 from __future__ import annotations
 
 import datetime
+import re
 from collections import Counter
 from itertools import compress, repeat
-from operator import add, floordiv, lshift, not_, rshift
+from operator import floordiv, not_, rshift
 from typing import Any
 
 from bson import ObjectId
@@ -27,41 +28,52 @@ from mongopat.analysis.timeline import dates_to_epochs
 
 # Windows a bucket may span (a minute to a week), the ones the bucket rule chooses among.
 WINDOWS = (60, 300, 3600, 6 * 3600, 86400, 7 * 86400)
-MAX_TIME_FIELDS = 2
-MAX_SERIES_FIELDS = 3
+# A candidate series key holds at most this many distinct values per document in the first documents.
+RECURRENCE = 0.5
+MAX_TIME_FIELDS = 1
+MAX_SERIES_FIELDS = 2
 # A candidate field must be held by this share of the first documents read.
 MIN_PRESENCE = 0.9
 SERIES_TYPES = (str, int, ObjectId)
 _DATES = {datetime.datetime}
+# Field names that say a value is a series (the bucket rule prefers them as its series key too).
+SERIES_NAME = re.compile(r"(sensor|device|meter|station|source|series|symbol|host|account|user|machine)", re.I)
 
 
-_MINUTE_BITS = 32
-_MINUTE_MASK = (1 << _MINUTE_BITS) - 1
-# Minutes since the epoch, offset so that dates back to 1970 minus 4,000 years stay positive.
-_MINUTE_OFFSET = 1 << 31
+# The time units the counts may be kept in, in minutes: each window of WINDOWS is a whole number of them.
+UNITS = tuple(window // 60 for window in WINDOWS)
+# Past the limit, the counts are coarsened in time when they hold more than this many units per series on
+# average (few series over a long span), else a sample of series is kept.
+UNITS_PER_SERIES = 64
 
 
 class SeriesMinutes:
-    """Documents per (series, minute) as integer keys (the series' spread hash above the minute), exact up to
-    ``limit`` keys; past it, only the series whose hash passes a sampling filter are kept, each with all its
-    minutes, so every window's groups can be counted from them at the end (:meth:`summary`)."""
+    """Documents per (series value, time unit), a unit a minute to begin with, exact up to ``limit`` pairs.
+    Past it, a long span of few series is counted in coarser units (windows finer than the unit are then not
+    counted), many series are sampled: only those whose stable hash passes a filter are kept, each with all
+    its units. Every window's groups are counted from the pairs at the end (:meth:`summary`). The pairs are
+    keyed by the values themselves (a string caches its hash): stable hashes only once sampling starts."""
 
-    __slots__ = ("counts", "level", "limit")
+    __slots__ = ("counts", "level", "limit", "unit")
 
     def __init__(self, limit: int = 16384) -> None:
-        self.counts: Counter[int] = Counter()
+        self.counts: Counter[tuple[Any, int]] = Counter()
         self.level = 0
         self.limit = limit
+        self.unit = 1  # minutes a time unit holds
 
-    def add_many(self, series: list[int], minutes: list[int]) -> None:
-        """``series``: the spread hashes of the documents' series; ``minutes``: their minutes, offset."""
+    def add_many(self, series: list[Any], minutes: list[int]) -> None:
         if self.level:
-            kept = list(map(not_, map(rshift, series, repeat(_shift(self.level)))))
+            kept = _passing(series, self.level)
             series, minutes = list(compress(series, kept)), list(compress(minutes, kept))
-        self.counts.update(map(add, map(lshift, series, repeat(_MINUTE_BITS)), minutes))
+        if self.unit > 1:
+            minutes = list(map(floordiv, minutes, repeat(self.unit)))
+        self.counts.update(zip(series, minutes, strict=True))
         self._bound()
 
     def merge(self, other: SeriesMinutes) -> None:
+        other.coarsen(self.unit)
+        self.coarsen(other.unit)
         level = max(self.level, other.level)
         self.counts.update(other.counts if level == other.level else _only(other.counts, level))
         if level > self.level:
@@ -69,35 +81,70 @@ class SeriesMinutes:
             self.counts = _only(self.counts, level)
         self._bound()
 
+    def coarsen(self, unit: int) -> None:
+        """Count in units of ``unit`` minutes from now on (a multiple of the current unit)."""
+        if unit <= self.unit:
+            return
+        factor = unit // self.unit
+        counts: Counter[tuple[Any, int]] = Counter()
+        for (value, when), count in self.counts.items():
+            counts[(value, when // factor)] += count
+        self.counts, self.unit = counts, unit
+
     def _bound(self) -> None:
         while len(self.counts) > self.limit:
+            series = len({value for value, _when in self.counts})
+            coarser = [unit for unit in UNITS if unit > self.unit]
+            if coarser and len(self.counts) > UNITS_PER_SERIES * series:
+                self.coarsen(coarser[0])
+                continue
             self.level += 1
             self.counts = _only(self.counts, self.level)
 
-    def summary(self, window: int, documents: int) -> dict[str, Any]:
-        """Groups of ``window`` seconds and their sizes; ``documents``, those counted (an estimate of the
-        groups never passes it)."""
-        width = window // 60
-        groups: Counter[tuple[int, int]] = Counter()
-        for key, count in self.counts.items():
-            groups[(key >> _MINUTE_BITS, ((key & _MINUTE_MASK) - _MINUTE_OFFSET) // width)] += count
-        sizes = sorted(groups.values())
-        estimated = min(len(sizes) << self.level, documents)
-        out: dict[str, Any] = {
-            "groups": estimated,
-            "exact": self.level == 0,
-            "readings_per_group": round(documents / estimated, 3) if estimated else None,
-        }
-        for p in PERCENTILES:
-            out[f"p{p}"] = sizes[min(len(sizes) - 1, max(0, -(-p * len(sizes) // 100) - 1))] if sizes else None
-        out["max"] = sizes[-1] if sizes else None
+    def summaries(self, documents: int) -> list[dict[str, Any]]:
+        """For each window of WINDOWS, its groups and their sizes (figures None for windows finer than the
+        unit kept); ``documents``, those counted (an estimate of the groups never passes it)."""
+        out = []
+        groups: Counter[tuple[Any, int]] = self.counts
+        unit = self.unit
+        for window in WINDOWS:
+            minutes = window // 60
+            if minutes < self.unit:
+                out.append({"seconds": window, "groups": None, "exact": False, "readings_per_group": None,
+                            **dict.fromkeys((f"p{p}" for p in PERCENTILES), None), "max": None})  # fmt: skip
+                continue
+            if minutes > unit:  # windows nest: each is counted from the one before it
+                factor, coarser = minutes // unit, Counter()
+                for (value, when), count in groups.items():
+                    coarser[(value, when // factor)] += count
+                groups, unit = coarser, minutes
+            out.append({"seconds": window, **_sizes(sorted(groups.values()), self.level, documents)})
         return out
 
 
-def _only(counts: Counter[int], level: int) -> Counter[int]:
-    """The counts of the keys whose series a sample at ``level`` keeps."""
-    shift = _shift(level)
-    return Counter({key: n for key, n in counts.items() if not (key >> _MINUTE_BITS) >> shift})
+def _sizes(sizes: list[int], level: int, documents: int) -> dict[str, Any]:
+    estimated = min(len(sizes) << level, documents)
+    out: dict[str, Any] = {
+        "groups": estimated,
+        "exact": level == 0,
+        "readings_per_group": round(documents / estimated, 3) if estimated else None,
+    }
+    for p in PERCENTILES:
+        out[f"p{p}"] = sizes[min(len(sizes) - 1, max(0, -(-p * len(sizes) // 100) - 1))] if sizes else None
+    out["max"] = sizes[-1] if sizes else None
+    return out
+
+
+def _passing(values: list[Any], level: int) -> list[bool]:
+    """Which values a sample at ``level`` keeps: the top ``level`` bits of their stable spread hash zero."""
+    return list(map(not_, map(rshift, map(hash, zip(_stable_keys(values))), repeat(_shift(level)))))
+
+
+def _only(counts: Counter[tuple[Any, int]], level: int) -> Counter[tuple[Any, int]]:
+    """The counts of the pairs whose series a sample at ``level`` keeps."""
+    pairs = list(counts)
+    kept = list(compress(pairs, _passing([pair[0] for pair in pairs], level)))
+    return Counter(dict(zip(kept, map(counts.__getitem__, kept), strict=True)))
 
 
 class SeriesCadence:
@@ -128,7 +175,12 @@ class SeriesCadence:
         enough = MIN_PRESENCE * len(docs)
         self.time_fields = [key for key, n in dates.most_common(MAX_TIME_FIELDS) if n >= enough]
         # A constant is no series key (every document of one series): fields of several values only.
-        varied = [key for key, n in scalars.most_common() if n >= enough and len(values[key]) > 1]
+        # A series key's values recur: fields whose values are mostly new in the first documents (a
+        # customer per order, a station per observation) are left out, and MP101 bounds their readings
+        # per series by the documents per series in all the data instead.
+        varied = [key for key, n in scalars.most_common() if n >= enough and 1 < len(values[key]) <= RECURRENCE * n]
+        # Names that say "series" first (sensorId, station, symbol), then the fields whose values recur most.
+        varied.sort(key=lambda key: (not SERIES_NAME.search(key), len(values[key])))
         self.series_fields = varied[:MAX_SERIES_FIELDS]
         for series in self.series_fields:
             for time in self.time_fields:
@@ -148,7 +200,7 @@ class SeriesCadence:
                 holders, stamps = list(compress(docs, held)), list(compress(stamps, held))
                 if not holders:
                     continue
-            minutes = list(map(add, map(floordiv, dates_to_epochs(stamps), repeat(60)), repeat(_MINUTE_OFFSET)))
+            minutes = list(map(int, map(floordiv, dates_to_epochs(stamps), repeat(60))))
             for series in self.series_fields:
                 values = list(map(dict.get, holders, repeat(series)))
                 column = minutes
@@ -158,7 +210,7 @@ class SeriesCadence:
                 if not values:
                     continue
                 self.documents[(series, time)] += len(values)
-                self.groups[(series, time)].add_many(list(map(hash, zip(_stable_keys(values)))), list(map(int, column)))
+                self.groups[(series, time)].add_many(values, column)
 
     def merge(self, other: SeriesCadence) -> None:
         if not other.groups:
@@ -186,10 +238,7 @@ class SeriesCadence:
                         "series_key": series,
                         "time_field": time,
                         "documents": documents,
-                        "windows": [
-                            {"seconds": window, **self.groups[(series, time)].summary(window, documents)}
-                            for window in WINDOWS
-                        ],
+                        "windows": self.groups[(series, time)].summaries(documents),
                     }
                 )
         return out

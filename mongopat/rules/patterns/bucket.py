@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
-from mongopat.analysis.series import WINDOWS
+from mongopat.analysis.series import SERIES_NAME, WINDOWS
 from mongopat.predictions import Figures, Prediction, prediction
 from mongopat.rules import register
 from mongopat.rules.base import CollectionEvidence, Recommendation, Rule
 
-SERIES_NAME = re.compile(r"(sensor|device|meter|station|source|series|symbol|host|account|user|machine)", re.I)
 SERIES_TYPES = ("string", "objectId", "int", "long")
 
 
@@ -68,11 +66,11 @@ class BucketRule(Rule):
         time_field, series, queried = self._keys(collection)
         if time_field is None or series is None:
             return []
-        cadence = collection.series_cadence(series, time_field)
-        if cadence is None:
-            return []  # readings per series were not counted: nothing to size a bucket by
-        counted = _Counted(collection, cadence)
         series_count = max(1, collection.cardinality(series) or 1)
+        cadence = collection.series_cadence(series, time_field) or _spread_evenly(collection, series, time_field)
+        if cadence is None:
+            return []  # neither counted nor a span to spread the documents over: nothing to size a bucket by
+        counted = _Counted(collection, cadence)
         max_bucket_size = int(min(1000, capacity))
         window = counted.window(self.threshold("target_bucket_documents"), max_bucket_size)
         per_bucket = counted.readings(window)
@@ -277,6 +275,31 @@ _WINDOW_FIGURES = (
 )  # fmt: skip
 
 
+def _spread_evenly(collection: CollectionEvidence, series: str, time_field: str) -> dict[str, Any] | None:
+    """Readings per series and window where the analysis did not count them (the series key's values
+    hardly recurred in the first documents): each series' documents spread evenly over the time field's
+    span, never more than the documents a series has in all the data. An upper bound for series that
+    report in bursts, exact for a steady cadence."""
+    profile = collection.profile(time_field)
+    documents = collection.documents_read or collection.count
+    series_count = max(1, collection.cardinality(series) or 1)
+    if not profile or not documents:
+        return None
+    span = max(float(profile.get("span_seconds") or 0), 1.0)
+    per_series = documents / series_count
+    windows = []
+    for seconds in WINDOWS:
+        readings = max(1.0, min(per_series, per_series * seconds / span))
+        windows.append({"seconds": seconds, "readings_per_group": round(readings, 3), "p50": readings, "p95": readings})
+    return {
+        "documents": documents,
+        "windows": windows,
+        "basis": f"{per_series:,.2f} documents per {series} in all the data, spread evenly over the "
+        f"{span / 86400:,.1f} days of {time_field} (its values hardly recur in the first documents read, so "
+        "readings per window were not counted)",
+    }
+
+
 class _Counted:
     """Readings per series per window as the analysis counted them (``series_cadence``), scaled to the
     collection when the analysis read a sample."""
@@ -288,7 +311,7 @@ class _Counted:
         read = collection.documents_read or self.documents
         self.scale = max(1.0, collection.count / read) if read else 1.0
         self.sampled = self.scale > 1.0
-        self.basis = (
+        self.basis = cadence.get("basis") or (
             f"counted over all {self.documents:,} documents"
             if not self.sampled
             else f"counted in a sample of {read:,} of {collection.count:,} documents and scaled"
