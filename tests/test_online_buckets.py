@@ -287,14 +287,31 @@ def _buckets_by_id(documents: Any) -> tuple[dict[Any, Any], list[Any]]:
     return buckets, others
 
 
-@pytest.mark.parametrize("batch_size", [5, 40])
-def test_every_backend_places_each_reading_in_the_same_bucket(mongo, tmp_path, batch_size):
-    """One rule places readings (``BucketFill``) whatever keeps the buckets: upserts on a server, decoded
-    documents of a BSON dump, the lines of a mongoexport file. Small buckets, many fill up mid-batch."""
+def _bucketed_in_dump_folders(tmp_path: Any, documents: list[dict[str, Any]], folder: Any, batch_size: int) -> dict:
+    """The same documents as a BSON dump and as a mongoexport dump, migrated by ``folder``'s migrations:
+    their buckets by format (as :func:`_buckets_by_id` gives them)."""
     import bson
     from bson import json_util
 
     from mongopat.migrate.dump_folder.runner import DumpRunner
+
+    found = {}
+    for fmt in ("bson", "json"):
+        data = tmp_path / fmt
+        data.mkdir()
+        if fmt == "bson":
+            (data / "readings.bson").write_bytes(b"".join(bson.encode(d) for d in documents))
+        else:
+            (data / "readings.json").write_text("".join(json_util.dumps(d) + "\n" for d in documents))
+        DumpRunner(data, load_folder(folder), RunOptions(batch_size=batch_size)).up()
+        found[fmt] = _buckets_by_id(DumpRunner(data, []).files.read("readings"))
+    return found
+
+
+@pytest.mark.parametrize("batch_size", [5, 40])
+def test_every_backend_places_each_reading_in_the_same_bucket(mongo, tmp_path, batch_size):
+    """One rule places readings (``BucketFill``) whatever keeps the buckets: upserts on a server, decoded
+    documents of a BSON dump, the lines of a mongoexport file. Small buckets, many fill up mid-batch."""
 
     rng = random.Random(batch_size)
     spec = {**SPEC, "max_bucket_size": 4}
@@ -312,24 +329,13 @@ def test_every_backend_places_each_reading_in_the_same_bucket(mongo, tmp_path, b
     on_server = _buckets_by_id(mongo.db.readings.find())
     assert sum(count for count, *_rest in on_server[0].values()) == 300
     assert max(count for count, *_rest in on_server[0].values()) == 4
-    for fmt in ("bson", "json"):
-        data = tmp_path / fmt
-        data.mkdir()
-        if fmt == "bson":
-            (data / "readings.bson").write_bytes(b"".join(bson.encode(d) for d in documents))
-        else:
-            (data / "readings.json").write_text("".join(json_util.dumps(d) + "\n" for d in documents))
-        DumpRunner(data, load_folder(folder), RunOptions(batch_size=batch_size)).up()
-        assert _buckets_by_id(DumpRunner(data, []).files.read("readings")) == on_server, fmt
+    for fmt, found in _bucketed_in_dump_folders(tmp_path, documents, folder, batch_size).items():
+        assert found == on_server, fmt
 
 
 def test_nested_measurements_and_their_placeholders_are_bucketed_alike_on_every_backend(mongo, tmp_path):
     """A measurement inside a sub-document (``air.temp``) is bounded in ``min.air.temp`` on every backend,
     and its placeholder value (999.9, "not measured") stays in the reading but never in min or max."""
-    import bson
-    from bson import json_util
-
-    from mongopat.migrate.dump_folder.runner import DumpRunner
 
     rng = random.Random(7)
     spec = {**SPEC, "max_bucket_size": 50, "measurements": ["air.temp", "v"], "sentinels": {"air.temp": [999.9]}}
@@ -350,12 +356,5 @@ def test_nested_measurements_and_their_placeholders_are_bucketed_alike_on_every_
         assert high.get("air", {}).get("temp") == (max(temps) if temps else None)
         assert low.get("air", {}).get("temp") == (min(temps) if temps else None)
         assert high["v"] == max(documents[i]["v"] for i in ids)
-    for fmt in ("bson", "json"):
-        data = tmp_path / fmt
-        data.mkdir()
-        if fmt == "bson":
-            (data / "readings.bson").write_bytes(b"".join(bson.encode(d) for d in documents))
-        else:
-            (data / "readings.json").write_text("".join(json_util.dumps(d) + "\n" for d in documents))
-        DumpRunner(data, load_folder(folder), RunOptions(batch_size=16)).up()
-        assert _buckets_by_id(DumpRunner(data, []).files.read("readings")) == on_server, fmt
+    for fmt, found in _bucketed_in_dump_folders(tmp_path, documents, folder, 16).items():
+        assert found == on_server, fmt
