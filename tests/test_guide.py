@@ -458,7 +458,7 @@ def test_real_weather_observations_get_no_bucket_migration_and_a_bucket_step_on_
     access_path = real / "weatherdata.access.yaml"
     result = recommend(report, str(access_path), {"MP101": {"min_documents": 100}})
     [bucket] = [r for r in result["recommendations"] if r["code"] == "MP101"]
-    assert bucket["migration"] is None and bucket["evidence"]["readings_per_series_per_hour_counted"] < 10
+    assert bucket["migration"] is None and bucket["evidence"]["readings_per_series_per_hour"] < 10
     folder = tmp_path / "migrations"
     folder.mkdir()
     step = {

@@ -46,7 +46,7 @@ def test_weather_observations_one_per_station_get_no_bucket_migration_at_any_dec
     assert rec["migration"] is None and rec["prediction"] is None and rec["severity"] == "info"
     evidence = rec["evidence"]
     assert evidence["series_key"] == "st" and evidence["time_field"] == "ts"
-    assert evidence["readings_per_series_per_hour_counted"] == 1
+    assert evidence["readings_per_series_per_hour"] == 1
     assert evidence["readings_per_series_per_hour_declared"] == pytest.approx(300 / 390 * 3600, rel=0.01)
     assert "no migration is offered" in rec["rationale"] and "per series per hour" in rec["rationale"]
 

@@ -86,9 +86,9 @@ class BucketRule(Rule):
             "series": series_count,
             "inserts_per_sec_per_series": round(rate / series_count, 4),
             "window_seconds": window,
-            "readings_per_bucket_counted": per_bucket,
+            "readings_per_bucket": per_bucket,
             "readings_per_bucket_basis": counted.basis,
-            "readings_per_series_per_hour_counted": counted.readings(3600),
+            "readings_per_series_per_hour": counted.readings(3600),
             "readings_per_bucket_declared": round(declared_per_bucket, 1) if declared_per_bucket else None,
             "max_bucket_documents": max_bucket_size,
             "range_query_declared": queried,
@@ -218,7 +218,7 @@ class BucketRule(Rule):
                 {
                     **{k: v for k, v in evidence.items() if k not in _WINDOW_FIGURES},
                     "readings_per_series_per_hour_declared": round(hourly, 1),
-                    "readings_per_series_per_week_counted": week,
+                    "readings_per_series_per_week": week,
                 },
                 rationale,
                 title="Bucketing would pay only at the declared rate, not on today's data",
@@ -271,7 +271,7 @@ def _human(seconds: int) -> str:
 
 # Figures of the window a migration would use: a finding without a migration has none.
 _WINDOW_FIGURES = (
-    "window_seconds", "readings_per_bucket_counted", "readings_per_bucket_declared", "max_bucket_documents",
+    "window_seconds", "readings_per_bucket", "readings_per_bucket_declared", "max_bucket_documents",
 )  # fmt: skip
 
 
