@@ -13,6 +13,7 @@ from mongopat.migrate.preview import example_document, preview, to_json_text
 from mongopat.migrate.steps import StepError, build_step
 from mongopat.render import svg
 from mongopat.render.console import bulk_load_text, human_bytes, human_number, human_rate
+from mongopat.render.recommendations import prediction_lines
 from mongopat.rules.base import SEVERITY_RANK
 
 SIZE_LABELS = {256: "256B", 1024: "1K", 4096: "4K", 16384: "16K", 65536: "64K", 262144: "256K",
@@ -308,6 +309,15 @@ def _recommendation_section(
     )
     if rec["tradeoffs"]:
         parts.append("<h3>Trade-offs</h3><ul>" + "".join(f"<li>{escape(t)}</li>" for t in rec["tradeoffs"]) + "</ul>")
+    predicted = prediction_lines(rec.get("prediction"))
+    if predicted:
+        bases = [c["basis"] for c in (rec.get("prediction") or {}).get("collections") or [] if c.get("basis")]
+        parts.append(
+            "<h3>Prediction</h3><ul>"
+            + "".join(f"<li>{escape(line)}</li>" for line in predicted)
+            + "</ul>"
+            + "".join(f'<p class="basis">basis: {escape(basis)}</p>' for basis in bases)
+        )
     if rec.get("migration") and collection is not None:
         try:
             step = build_step(rec["migration"])
