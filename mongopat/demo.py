@@ -21,6 +21,7 @@ from mongopat import command
 from mongopat.analysis.timeline import steady_rate
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.runner import RunOptions
+from mongopat.predictions import describe
 from mongopat.report import write_report
 from mongopat.sample_data import Scenario, ecommerce, iot, social, wiki
 from mongopat.sources import SourceSpec
@@ -185,6 +186,14 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
     if bad:
         raise OperationFailed(f"verification failed: {bad}")
     say(f"6. migrate verify: all {len(problems)} migrations hold (no document lost, the new shapes everywhere).")
+    predicted = command.migrate_predictions(SourceSpec(dump=dump), migrations)
+    figures = [d for found in predicted.values() for d in found]
+    off = [d for d in figures if d["beyond_tolerance"]]
+    worst = max(figures, key=lambda d: abs(d["off_by"]), default=None)
+    say(
+        f"   predictions: {len(figures) - len(off)} of {len(figures)} figures of {len(predicted)} migrations came true"
+        + (f" (furthest: {describe(worst)})" if worst else "")
+    )
 
     show(f"mongopat check --dump {q(dump)} --dir {q(migrations)} --access {q(str(access))}")
     gate = command.check(SourceSpec(dump=dump), access_path=str(access), migrations_dir=migrations)
