@@ -76,7 +76,10 @@ def test_the_documented_example_parses():
 def test_the_example_and_every_sample_validate_against_the_json_schema():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     jsonschema.validate(yaml.safe_load(ISSUE_EXAMPLE), SCHEMA)
-    for path in Path("sample_configs").glob("*/access.yaml"):
+    # From the repository, not the working directory: run from elsewhere, the loop must still see them.
+    samples = sorted((Path(__file__).resolve().parent.parent / "sample_configs").glob("*/access.yaml"))
+    assert len(samples) >= 7, samples
+    for path in samples:
         jsonschema.validate(yaml.safe_load(path.read_text()), SCHEMA)
         load_access_file(path, known_collections=[p.stem for p in path.parent.glob("*/*.json")])
 
