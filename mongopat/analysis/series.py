@@ -3,13 +3,15 @@
 A bucket recommendation is only as good as the readings it would put in each bucket. The rate alone does
 not tell them: 10,000 observations of 8,417 weather stations over a week are 1.2 per station, whatever
 the insert rate. So, for a few candidate pairs of a *series key* (a top-level string, integer or ObjectId
-that most documents hold) and a *time field* (a top-level date), the analysis counts the documents of
-each (series, window) group, for each window of :data:`WINDOWS`.
+that most of the first documents hold, whose values recur among them) and a *time field* (a top-level
+date), the analysis counts the documents of each (series, window) group, for each window of
+:data:`WINDOWS`.
 
-One counter per pair holds the documents per (series, minute); every window's groups are counted from it
-at the end. Memory is bounded as for distinct values: keys are kept while at most ``limit`` are; past
-that, only the series whose stable hash passes a sampling filter are kept, each with all its minutes, so
-the number of groups is estimated and their sizes are those of a uniform sample of series.
+One counter per pair holds the documents per (series, time unit); every window's groups are counted from
+it at the end. Memory is bounded: pairs are kept while at most ``limit`` are; past that, a long span of few
+series is counted in coarser units, and many series are sampled (only the series whose stable hash passes
+a filter are kept, each with all its units), so the number of groups is estimated and their sizes are
+those of a uniform sample of series.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class SeriesMinutes:
     """Documents per (series value, time unit), a unit a minute to begin with, exact up to ``limit`` pairs.
     Past it, a long span of few series is counted in coarser units (windows finer than the unit are then not
     counted), many series are sampled: only those whose stable hash passes a filter are kept, each with all
-    its units. Every window's groups are counted from the pairs at the end (:meth:`summary`). The pairs are
+    its units. Every window's groups are counted from the pairs at the end (:meth:`summaries`). The pairs are
     keyed by the values themselves (a string caches its hash): stable hashes only once sampling starts."""
 
     __slots__ = ("counts", "level", "limit", "unit")
