@@ -16,7 +16,7 @@ from typing import Any
 
 import bson
 
-from mongopat.predictions import CollectionPrediction, Figures, Prediction, ReadPrediction, percentile, prediction
+from mongopat.predictions import CollectionPrediction, Figures, Prediction, ReadPrediction, figures, prediction
 
 # Documents sampled per collection to run a step's transform on.
 SAMPLE_DOCUMENTS = 1000
@@ -117,27 +117,16 @@ def _sampled(operation: Any, step: Any, entry: dict[str, Any], before: Figures, 
         + (" (all of them)" if len(documents) >= count else ", scaled to the collection")
         + f": data bytes {ratio - 1:+.1%}"
     )
-    after: Figures = {
-        "documents": count,
-        "data_bytes": round(before["data_bytes"] * ratio),
-        "median_document_bytes": percentile(ordered, 50),
-        "p95_document_bytes": percentile(ordered, 95),
-    }
+    after = figures(ordered, count, round(before["data_bytes"] * ratio))
     found: list[CollectionPrediction] = [
         {"collection": step.collection, "before": before, "after": after, "basis": basis}
     ]
     for name, sizes in sorted(sides.items()):
-        ordered = sorted(sizes)
         found.append(
             {
                 "collection": name,
                 "before": {"documents": 0, "data_bytes": 0},
-                "after": {
-                    "documents": round(len(sizes) * scale),
-                    "data_bytes": round(sum(sizes) * scale),
-                    "median_document_bytes": percentile(ordered, 50),
-                    "p95_document_bytes": percentile(ordered, 95),
-                },
+                "after": figures(sorted(sizes), round(len(sizes) * scale), round(sum(sizes) * scale)),
                 "basis": f"documents the step writes to {name} for the {len(documents):,} sampled, scaled",
             }
         )

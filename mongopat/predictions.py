@@ -126,6 +126,17 @@ def describe(difference: Difference) -> str:
     )
 
 
+def figures(sizes: list[int], documents: int | None = None, data_bytes: int | None = None) -> Figures:
+    """A collection's figures from its documents' sizes (sorted): all of them, or a sample of them with
+    ``documents`` and ``data_bytes`` counted otherwise."""
+    return {
+        "documents": len(sizes) if documents is None else documents,
+        "data_bytes": sum(sizes) if data_bytes is None else data_bytes,
+        "median_document_bytes": percentile(sizes, 50),
+        "p95_document_bytes": percentile(sizes, 95),
+    }
+
+
 def percentile(sorted_values: list[int], p: int) -> int | None:
     """Nearest-rank percentile of sorted values (None for none)."""
     if not sorted_values:

@@ -27,6 +27,7 @@ from bson import ObjectId
 
 from mongopat.analysis.sketches import PERCENTILES, _shift, _stable_keys
 from mongopat.analysis.timeline import dates_to_epochs
+from mongopat.predictions import percentile
 
 # Windows a bucket may span (a minute to a week), the ones the bucket rule chooses among.
 WINDOWS = (60, 300, 3600, 6 * 3600, 86400, 7 * 86400)
@@ -132,7 +133,7 @@ def _sizes(sizes: list[int], level: int, documents: int) -> dict[str, Any]:
         "readings_per_group": round(documents / estimated, 3) if estimated else None,
     }
     for p in PERCENTILES:
-        out[f"p{p}"] = sizes[min(len(sizes) - 1, max(0, -(-p * len(sizes) // 100) - 1))] if sizes else None
+        out[f"p{p}"] = percentile(sizes, p)
     out["max"] = sizes[-1] if sizes else None
     return out
 

@@ -33,7 +33,7 @@ from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.migrate.throttling import Throttle
 from mongopat.migrate.transform_api import Context, Document, get_path, has_path, hashable_key, set_path
-from mongopat.predictions import Figures, percentile
+from mongopat.predictions import Figures, figures
 from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES, resolve_dump_folder
 
 
@@ -166,10 +166,4 @@ class DumpRunner(RunnerBase):
 
     def measure(self, collection: str) -> Figures:
         """Every document of the collection's file, encoded: exact."""
-        sizes = sorted(len(bson.encode(doc)) for doc in self.files.read(collection))
-        return {
-            "documents": len(sizes),
-            "data_bytes": sum(sizes),
-            "median_document_bytes": percentile(sizes, 50),
-            "p95_document_bytes": percentile(sizes, 95),
-        }
+        return figures(sorted(len(bson.encode(doc)) for doc in self.files.read(collection)))

@@ -35,7 +35,7 @@ from mongopat.migrate.server.steps import PYTHON_BRACKET, TYPE_BRACKETS, ServerS
 from mongopat.migrate.steps import Step
 from mongopat.migrate.throttling import LagGuard, Throttle, backoff, is_transient
 from mongopat.migrate.transform_api import Document
-from mongopat.predictions import Figures, percentile
+from mongopat.predictions import Figures, figures
 
 # Documents whose sizes give a collection's median and 95th percentile after a migration.
 MEASURE_SAMPLE = 1000
@@ -316,12 +316,7 @@ class Runner(RunnerBase):
         except PyMongoError:
             sizes = sorted(len(raw_bytes(d)) for d in self.raw_collection(collection).find({}))
             documents, data = len(sizes), sum(sizes)
-        return {
-            "documents": documents,
-            "data_bytes": data,
-            "median_document_bytes": percentile(sizes, 50),
-            "p95_document_bytes": percentile(sizes, 95),
-        }
+        return figures(sizes, documents, data)
 
 
 def _both(query: dict[str, Any], where: dict[str, Any] | None) -> dict[str, Any]:
