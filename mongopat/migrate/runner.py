@@ -380,10 +380,11 @@ class RunnerBase:
         self._refuse_unsupported(migration)
         started = time.monotonic()
         self.changelog.start(migration.id, migration.checksum, migration.description, initial_steps(migration))
-        entry = self.changelog.get(migration.id) or {}
-        if migration.prediction and "measured_before" not in entry and _untouched(entry):
-            # Before the first step writes: what the prediction's "before" is checked against.
-            self.changelog.set(migration.id, measured_before=self.measure_predicted(migration))
+        if migration.prediction:  # read back only then: a migration without one costs no command more
+            entry = self.changelog.get(migration.id) or {}
+            if "measured_before" not in entry and _untouched(entry):
+                # Before the first step writes: what the prediction's "before" is checked against.
+                self.changelog.set(migration.id, measured_before=self.measure_predicted(migration))
         try:
             if migration.python is not None:  # the user's code: it must be safe to run again after a failure
                 migration.python.up(self.db)
