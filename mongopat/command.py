@@ -125,6 +125,7 @@ def recommend(
             raise InputError(f"unknown rule {', '.join(unknown)}", hint="mongopat rules lists them")
     context = Context(report, access, thresholds)
     found = run_rules(context, set(rules) if rules else None)
+    attach_index_steps(found, report, access)
     predict(found, report, access, source)
     by_severity = {name: sum(1 for r in found if r.severity == name) for name in SEVERITIES}
     return {
@@ -139,6 +140,12 @@ def recommend(
         "recommendations": [r.to_dict() for r in found],
         "notes": notes,
     }
+
+
+def attach_index_steps(found: list[Any], report: dict[str, Any], access: Any) -> None:
+    from mongopat.indexes.for_patterns import attach
+
+    attach(found, report, access)
 
 
 def predict(found: list[Any], report: dict[str, Any], access: Any, spec: SourceSpec | None) -> None:

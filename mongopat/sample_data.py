@@ -256,8 +256,9 @@ collections:
     return Scenario(
         "crm", "crm", "contacts, companies, accounts and their deals",
         {"companies": companies, "contacts": contacts, "accounts": accounts, "deals": deals}, access,
-        expected=[("MP106", "contacts"), ("MP105", "accounts"), ("MP206", "contacts"), ("MP206", "accounts")],
-        healthy=["companies", "deals"],
+        expected=[("MP106", "contacts"), ("MP105", "accounts"), ("MP206", "contacts"), ("MP206", "accounts"),
+                  ("MP210", "deals")],  # the dashboard's join reads deals by accountId, which no index serves
+        healthy=["companies"],
     )  # fmt: skip
 
 

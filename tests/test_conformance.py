@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+from typing import Any
 
 import bson
 import pytest
@@ -310,3 +311,71 @@ def test_bson_size_of_the_root_document(mongo):
         ]
     )
     assert total["n"] == 10 and total["b"] == sum(len(bson.encode(d)) for d in documents)
+
+
+# -- query plans: what index advice relies on (mongopat.indexes.explain) ----------------------------------
+
+
+def _stations(mongo: Any) -> Any:
+    """5,000 readings of 50 stations a minute apart, indexed by station then time."""
+    if not mongo.real:
+        pytest.skip("mongomock has no query planner to explain")
+    start = datetime.datetime(2024, 1, 1)
+    mongo.db.r.insert_many([{"st": i % 50, "ts": start + datetime.timedelta(minutes=i), "v": i} for i in range(5000)])
+    mongo.db.r.create_index([("st", 1), ("ts", 1)])
+    return mongo.db
+
+
+def _explained(db: Any, **find: Any) -> dict[str, Any]:
+    return db.command({"explain": {"find": "r", **find}, "verbosity": "executionStats"})
+
+
+def test_explain_names_the_index_and_what_a_read_examined(mongo):
+    """``explain`` with executionStats: the winning plan's stages (an IXSCAN naming its index and key) and
+    the keys and documents examined and returned, the figures the rehearsal reports for each read."""
+    from mongopat.indexes.explain import summarise
+
+    db = _stations(mongo)
+    window = {"$gte": datetime.datetime(2024, 1, 2), "$lt": datetime.datetime(2024, 1, 3)}
+    summary = summarise(_explained(db, filter={"st": 3, "ts": window}))
+    assert summary.index == "st_1_ts_1" and summary.key == {"st": 1, "ts": 1}
+    assert "IXSCAN" in summary.stages and "COLLSCAN" not in summary.stages
+    assert summary.keys_examined == summary.docs_examined == summary.returned == 29
+    scan = summarise(_explained(db, filter={"v": 7}))
+    assert scan.index is None and "COLLSCAN" in scan.stages and scan.docs_examined == 5000 and scan.returned == 1
+
+
+@pytest.mark.diverges(
+    "secantusdb", "index {st: 1, ts: 1}; explain find {st: 3} sort {ts: 1}: a SORT stage above IXSCAN"
+)
+def test_an_index_that_gives_the_order_needs_no_sort_stage(mongo):
+    """An equality on ``st`` then the index's next key ``ts``: the scan returns documents in ``ts`` order,
+    so the plan has no blocking sort (the equality, sort, range rule rests on it)."""
+    from mongopat.indexes.explain import summarise
+
+    summary = summarise(_explained(_stations(mongo), filter={"st": 3}, sort={"ts": 1}))
+    assert summary.index == "st_1_ts_1" and not summary.sort_in_memory
+
+
+@pytest.mark.diverges(
+    "secantusdb", "index {st: 1, ts: 1}; explain find {st: 3} sort {ts: -1} limit 5: 100 docs examined"
+)
+def test_a_sorted_read_with_a_limit_stops_at_the_limit(mongo):
+    """Read backwards along the index, the newest five of a station are the first five keys: five
+    documents examined, not the station's hundred."""
+    from mongopat.indexes.explain import summarise
+
+    summary = summarise(_explained(_stations(mongo), filter={"st": 3}, sort={"ts": -1}, limit=5))
+    assert summary.docs_examined == 5 and summary.returned == 5
+
+
+@pytest.mark.diverges(
+    "secantusdb", "index {st: 1, ts: 1}; explain find {st: 3} projection {_id: 0, st: 1, ts: 1}: FETCH"
+)
+def test_a_covered_read_fetches_no_document(mongo):
+    """A read whose filter and projection are all in the index key (``_id`` excluded) is answered from the
+    index: no document examined."""
+    from mongopat.indexes.explain import summarise
+
+    summary = summarise(_explained(_stations(mongo), filter={"st": 3}, projection={"_id": 0, "st": 1, "ts": 1}))
+    assert summary.docs_examined == 0 and summary.returned == 100

@@ -62,6 +62,7 @@ def test_every_recommendation_carries_the_documented_keys():
         "tradeoffs",
         "migration",
         "prediction",
+        "index_steps",
     }
     for rec in result["recommendations"]:
         assert set(rec) == keys
@@ -161,7 +162,7 @@ def test_rules_listing():
     result = runner.invoke(app, ["rules", "-f", "json"])
     rules = json.loads(result.stdout)["rules"]
     assert [r["name"] for r in rules if r["kind"] == "in-place"] == ["in_place"]
-    assert len(rules) == 22 and {r["name"] for r in rules if r["kind"] == "pattern"} == {
+    assert len(rules) == 24 and {r["name"] for r in rules if r["kind"] == "pattern"} == {
         "bucket",
         "outlier",
         "subset",

@@ -12,7 +12,7 @@ from typing import Any
 
 from mongopat.access.model import AccessFile
 from mongopat.guide.cost import Evidence, rounded
-from mongopat.guide.placeholders import is_param, names
+from mongopat.guide.placeholders import names
 from mongopat.guide.reads import ReadPlan, today_read
 from mongopat.guide.writes import WritePlan
 from mongopat.migrate.operations import STEP_OPERATIONS
@@ -119,32 +119,17 @@ def examined(plan: ReadPlan, evidence: Evidence) -> tuple[float | None, str]:
     return rounded(total), basis
 
 
-def index_keys(plan: ReadPlan) -> dict[str, int]:
-    """The index that serves a read's match and sort: equalities, then the sort, then ranges."""
-    equal: list[str] = []
-    ranges: list[str] = []
+def index_keys(plan: ReadPlan, evidence: Evidence | None = None) -> dict[str, Any]:
+    """The index that serves a read's match and sort (:func:`mongopat.indexes.planner.advise`)."""
+    from mongopat.indexes.planner import advise
+    from mongopat.indexes.selectivity import Selectivity
+    from mongopat.indexes.shape import from_match
 
-    def collect(match: dict[str, Any]) -> None:
-        for name, cond in match.items():
-            if name == "$and":
-                for item in cond:
-                    collect(item)
-            elif name.startswith("$"):
-                continue
-            elif isinstance(cond, dict) and "$elemMatch" in cond:
-                equal.extend(f"{name}.{key}" for key in cond["$elemMatch"])
-            elif is_param(cond) or not isinstance(cond, dict) or set(cond) <= {"$in", "$eq"}:
-                equal.append(name)
-            else:
-                ranges.append(name)
-
-    collect(plan.match)
-    keys = dict.fromkeys(equal, 1)
     sort = plan.stages[0] if plan.stages and plan.stages[0].kind == "sort" else None
-    if sort is not None:
-        keys.update((name, direction) for name, direction in sort.stages[0]["$sort"].items() if name not in keys)
-    keys.update((name, 1) for name in ranges if name not in keys)
-    return keys
+    shape = from_match(plan.query.name, plan.collection, plan.match, sort.stages[0]["$sort"] if sort else None)
+    collection = evidence.collections.get(plan.collection) if evidence is not None else None
+    key, _notes = advise(shape, Selectivity(collection))
+    return dict(key)
 
 
 def _serves(existing: list[str], wanted: list[str]) -> bool:
@@ -159,7 +144,7 @@ def needed_indexes(
     for read in reads:
         if not read.changed:
             continue
-        keys = index_keys(read.after)
+        keys = index_keys(read.after, evidence)
         if not keys or list(keys) == ["_id"]:
             continue
         collection = read.after.collection

@@ -65,8 +65,20 @@ def plan(
     # Steps that add or reshape fields run before those that cut arrays (a total computed over the items
     # must see all of them), regrouping last, index changes after that.
     ordered = sorted(recommendations, key=_plan_order)
-    for rec in ordered:
-        if only and not ({rec.get("code"), rec.get("pattern"), rec.get("collection")} & set(only)):
+    chosen = [
+        rec for rec in ordered
+        if not only or {rec.get("code"), rec.get("pattern"), rec.get("collection")} & set(only)
+    ]  # fmt: skip
+    planned = {(rec.get("code"), rec.get("collection")) for rec in chosen if rec.get("migration")}
+    for rec in chosen:
+        superseded = [
+            c for c in (rec.get("evidence") or {}).get("superseded_by") or [] if (c, rec.get("collection")) in planned
+        ]
+        if superseded:
+            notes.append(
+                f"{rec.get('code')} on {rec.get('collection')}: not planned ({', '.join(superseded)} is planned: it "
+                "rewrites the same reads and creates the index they need)"
+            )
             continue
         spec = rec.get("migration")
         if not spec:
@@ -92,6 +104,11 @@ def plan(
             continue
         planned_steps.add(key)
         steps = [step.to_dict()]
+        for spec in rec.get("index_steps") or []:  # the indexes the reads it rewrites need
+            try:
+                steps.append(build_step(spec).to_dict())
+            except StepError as exc:
+                notes.append(f"{rec.get('code')} on {step.collection}: index step not planned ({exc})")
         sample = after(step) if after is not None else []  # empty for steps that leave no documents to sample
         if info.get("validator") and sample and warnings is not None:
             warnings.extend(violation_warnings(rec, step, info["validator"], sample))

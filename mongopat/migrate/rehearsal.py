@@ -153,6 +153,11 @@ class Scratch:
     def check_guide(self, runner: Any, guide: Any, migration: Migration, samples: int, seed: int) -> Any:
         raise NotImplementedError
 
+    def explain(self, plan: Any) -> Any:
+        """The planner's figures for a guide's read (:class:`mongopat.indexes.explain.PlanSummary`); None
+        where there is no planner (a dump folder)."""
+        return None
+
     def drop(self) -> None:
         raise NotImplementedError
 
@@ -181,6 +186,8 @@ def rehearse(
             started = time.monotonic()
             say(f"up {migration.id}")
             entry: dict[str, Any] = {"id": migration.id}
+            guide = guides.get(migration.id) if guides else None
+            planned_before = [scratch.explain(read.before) for read in guide.reads] if guide else []
             try:
                 [applied] = scratch.runner([migration], options).up() or [{}]
                 entry.update(read=applied.get("read") or 0, written=applied.get("written") or 0)
@@ -205,6 +212,9 @@ def rehearse(
                     for d in entry["prediction"]["differences"]
                     if d["beyond_tolerance"]
                 )
+            if guide is not None and any(summary is not None for summary in planned_before):
+                say(f"explain {migration.id}")
+                entry["explain"] = _explained(scratch, guide, migration, planned_before)
             if guides and migration.id in guides:
                 say(f"guide check {migration.id}")
                 proof = scratch.check_guide(
@@ -232,6 +242,45 @@ def rehearse(
         return result
     finally:
         scratch.drop()
+
+
+def _explained(scratch: Scratch, guide: Any, migration: Migration, before: list[Any]) -> list[dict[str, Any]]:
+    """Each read of the guide explained before ``up`` and after, with the index the migration created for
+    it (where one of its ``create_index`` steps is the index mongopat advises for the read) and where the
+    server's plan departs from that."""
+    from mongopat.indexes.explain import compare
+    from mongopat.indexes.planner import advise
+    from mongopat.indexes.selectivity import Selectivity
+    from mongopat.indexes.shape import from_match
+
+    created = [
+        (step.collection, dict(step.params["keys"]), step.params.get("name"))
+        for step in migration.steps
+        if step.name == "create_index"
+    ]
+    found = []
+    for read, summary_before in zip(guide.reads, before, strict=True):
+        after = scratch.explain(read.after)
+        sort = next((stage.spec for stage in read.after.stages if stage.kind == "sort"), None)
+        shape = from_match(read.name, read.after.collection, read.after.match, sort)
+        advised, _ = advise(shape, Selectivity(None))
+        expected = next(
+            ((keys, name) for collection, keys, name in created
+             if collection == read.after.collection and list(keys.items()) == advised),
+            None,
+        )  # fmt: skip
+        departure = compare(after, expected[1], expected[0]) if expected and after is not None else None
+        found.append(
+            {
+                "read": read.name,
+                "collection": read.after.collection,
+                "before": summary_before.to_dict() if summary_before is not None else None,
+                "after": after.to_dict() if after is not None else None,
+                "expected_index": None if expected is None else {"name": expected[1], "key": expected[0]},
+                "departure": departure,
+            }
+        )
+    return found
 
 
 def _prediction_check(runner: Any, migration: Migration, totals: dict[str, Copied]) -> dict[str, Any]:
@@ -360,6 +409,11 @@ class ServerScratch(Scratch):
             for index in self.db[name].list_indexes()
             if index["name"] != "_id_"
         }
+
+    def explain(self, plan: Any) -> Any:
+        from mongopat.indexes.explain import explain_plan
+
+        return explain_plan(self.db, plan)
 
     def check_guide(self, runner: Any, guide: Any, migration: Migration, samples: int, seed: int) -> Any:
         from mongopat.guide.proof import prove

@@ -180,11 +180,32 @@ def print_rehearsal(result: dict[str, Any], out: Any) -> None:
         )
         for difference in checked["differences"]:
             out.print(f"  {describe(difference)}", markup=False, soft_wrap=True)
+    for entry in result["migrations"]:
+        for read in entry.get("explain") or []:
+            line = f"{entry['id']} explain {read['read']} on {read['collection']}: "
+            line += f"{_planned(read['before'])} -> {_planned(read['after'])}"
+            out.print(line, markup=False, soft_wrap=True)
+            if read.get("departure"):
+                out.print(f"  {read['departure']}", markup=False, soft_wrap=True)
     for failure in result["failures"]:
         out.print(f"difference: {failure}", markup=False, soft_wrap=True)
     for difference in result["differences"]:
         out.print(f"  {difference}", markup=False, soft_wrap=True)
     out.print("rehearsal ok" if result["ok"] else "rehearsal FAILED", markup=False)
+
+
+def _planned(summary: dict[str, Any] | None) -> str:
+    """``index st_1_ts_1: 29 keys, 29 documents examined, 29 returned``"""
+    if summary is None:
+        return "not explained"
+    if summary.get("error"):
+        return f"not explained ({summary['error']})"
+    where = f"index {summary['index']}" if summary.get("index") else "collection scan"
+    sort = ", sort in memory" if summary.get("sort_in_memory") else ""
+    return (
+        f"{where}: {summary['keys_examined']:,.0f} keys, {summary['docs_examined']:,.0f} documents examined, "
+        f"{summary['returned']:,.0f} returned{sort}"
+    )
 
 
 def print_unlock(result: dict[str, Any], out: Any) -> None:

@@ -33,6 +33,8 @@ class Recommendation:
     migration: dict[str, Any] | None = None
     # What the migration is predicted to do (mongopat.predictions); every migration carries one.
     prediction: dict[str, Any] | None = None
+    # ``create_index`` steps the same migration ends with: the indexes the reads it rewrites need.
+    index_steps: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -35,6 +35,8 @@ class IndexInfo:
     sparse: bool = False
     ttl_seconds: int | None = None
     partial: dict[str, Any] | None = None
+    hidden: bool = False
+    collation: dict[str, Any] | None = None
     usage_ops: int | None = None
     usage_since: str | None = None
 
@@ -46,6 +48,8 @@ class IndexInfo:
             "sparse": self.sparse,
             "ttl_seconds": self.ttl_seconds,
             "partial": self.partial,
+            "hidden": self.hidden,
+            "collation": self.collation,
             "usage": None if self.usage_ops is None else {"ops": self.usage_ops, "since": self.usage_since},
         }
 

@@ -468,6 +468,8 @@ def index_from_spec(spec: dict[str, Any]) -> IndexInfo:
         sparse=bool(spec.get("sparse", False)),
         ttl_seconds=int(spec["expireAfterSeconds"]) if "expireAfterSeconds" in spec else None,
         partial=_plain(spec.get("partialFilterExpression")),
+        hidden=bool(spec.get("hidden", False)),
+        collation=_plain(spec.get("collation")),
     )
 
 

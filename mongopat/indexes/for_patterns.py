@@ -1,0 +1,63 @@
+"""Index advice after a pattern: the reads a pattern's migration rewrites for the new shape need indexes on
+the new fields, and an index advised for today's shape of those reads no longer helps once it runs.
+
+For each recommendation whose migration reshapes documents, the guide rewrites the declared reads
+(:func:`mongopat.guide.build.recommendation_guide`); the indexes those reads need that neither exist nor
+are created by the step itself become ``create_index`` steps of the same migration (``index_steps``). A
+missing-index finding (MP210) whose reads the pattern rewrites says so (``superseded_by``): ``migrate
+plan`` leaves its index out when it plans that pattern too, since the index would be built on fields the
+pattern removes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mongopat.indexes.catalog import default_name
+
+INDEX_RULES = ("MP205", "MP210", "MP211")
+
+
+def attach(found: list[Any], report: dict[str, Any], access: Any) -> None:
+    """Give pattern recommendations their ``index_steps``; withhold the migration of index findings their
+    rewrites supersede."""
+    if access is None:
+        return
+    from mongopat.guide.build import recommendation_guide
+
+    rewritten: dict[tuple[str, str], str] = {}  # (collection, read) -> the recommendation that rewrites it
+    for rec in found:
+        if not rec.migration or rec.code in INDEX_RULES:
+            continue
+        try:
+            guide = recommendation_guide(rec.code, rec.title, rec.migration, access, report)
+        except Exception:  # noqa: BLE001 - a migration the guide cannot follow gets no index steps
+            continue
+        for read in guide.reads:
+            if read.changed:
+                rewritten.setdefault((read.before.collection, read.name), rec.code)
+        for entry in guide.indexes:
+            if entry["status"] != "to add":
+                continue
+            key = list(entry["keys"].items())
+            name = default_name(key)
+            spec = {"step": "create_index", "collection": entry["collection"], "keys": dict(key), "name": name}
+            rec.index_steps.append(spec)
+    for rec in found:
+        if rec.code != "MP210" or not rec.migration:
+            continue
+        reads = [_declared(read, rec.collection or "") for read in rec.evidence.get("reads", [])]
+        if reads and all(read in rewritten for read in reads):
+            codes = sorted({rewritten[read] for read in reads})
+            rec.evidence["superseded_by"] = codes
+            which = "this read" if len(reads) == 1 else "these reads"
+            rec.rationale += (
+                f" {', '.join(codes)} rewrites {which} for its new shape, and its migration creates the indexes that "
+                "shape needs: where both are planned, migrate plan leaves this index out."
+            )
+
+
+def _declared(read: dict[str, Any], collection: str) -> tuple[str, str]:
+    """The declared read an index finding's read is, or is made by (a join from another collection)."""
+    joined = read.get("joined_from")
+    return (joined["collection"], joined["read"]) if joined else (collection, read["read"])
