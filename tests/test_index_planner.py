@@ -27,13 +27,19 @@ class Evidence:
     dates: tuple[str, ...] = ("ts",)
     unique: tuple[str, ...] = ("email",)
 
+    @property
+    def documents_read(self) -> int:
+        return self.count
+
     def field(self, path: str) -> dict[str, Any] | None:
         if path in self.dates:
             return {"path": path, "types": [{"type": "date", "share": 1.0}]}
         if path not in self.distinct and path not in self.arrays:
             return None
         types = [{"type": "array", "share": 1.0}] if path in self.arrays else [{"type": "int", "share": 1.0}]
-        card = {"distinct": self.distinct.get(path, 10), "all_distinct": path in self.unique}
+        card = {"distinct": self.distinct.get(path, 10), "all_distinct": path in self.unique, "values": self.count}
+        if path in self.arrays:
+            card["values"] = self.count * 3  # three elements a document
         return {"path": path, "types": types, "cardinality": card}
 
     def profile(self, name: str) -> dict[str, Any] | None:
@@ -157,6 +163,12 @@ def test_coverage_needs_every_field_in_a_key_without_arrays():
     assert covered.covers_projection
     assert not cost(read({"st": "eq"}, projection=["v"]), index(("st", 1), ("ts", 1)), SELECTIVITY).covers_projection
     assert not cost(read({"tags": "eq"}, projection=["tags"]), index(("tags", 1)), SELECTIVITY).covers_projection
+
+
+def test_an_array_matches_by_any_of_its_values():
+    """30 tags, three a document: one tag is in a tenth of the documents, not a thirtieth."""
+    share = SELECTIVITY.share("tags", "eq")
+    assert share.value == pytest.approx(0.1) and "3 values per document" in share.basis
 
 
 def test_unknown_shares_count_as_every_document():

@@ -41,6 +41,8 @@ class ReadCost:
     covers_projection: bool
     bounded: list[str] = field(default_factory=list)  # key fields that bound the scan
     basis: list[str] = field(default_factory=list)
+    # Every condition's share was measured (none counted as the whole collection for want of evidence).
+    measured: bool = True
 
     @property
     def index_name(self) -> str:
@@ -140,15 +142,16 @@ def cost(read: ReadShape, index: Index | None, selectivity: Selectivity) -> Read
         matched *= share.known
     returned = min(matched, read.limit) if read.limit else matched
     basis = [share.basis for share in shares.values()]
+    measured = all(share.value is not None for share in shares.values())
     if index is None:
         if read.text:
             return None  # $text fails without a text index
         docs = count if read.sort or not read.limit or matched <= 0 else min(count, read.limit * count / matched)
-        return ReadCost(None, 0.0, docs, returned, bool(read.sort), False, [], basis)
+        return ReadCost(None, 0.0, docs, returned, bool(read.sort), False, [], basis, measured)
     if usable(index, read) is not None:
         return None
     if read.text:  # a text index finds the matches of the search; the rest is filtered after the fetch
-        return ReadCost(index, matched, matched, returned, bool(read.sort), False, [index.fields[0]], basis)
+        return ReadCost(index, matched, matched, returned, bool(read.sort), False, [index.fields[0]], basis, measured)
 
     keys = count
     fetched = count
@@ -200,7 +203,8 @@ def cost(read: ReadShape, index: Index | None, selectivity: Selectivity) -> Read
     multikey = any(selectivity.multikey(name) for name in key_fields)
     wanted = set(read.operators) | {name for name, _ in read.sort} | set(read.projection)
     covers = bool(read.projection) and not multikey and wanted <= key_fields and index.kind == "plain"
-    return ReadCost(index, keys, fetched, returned, not sort_served and bool(read.sort), covers, bounded, basis)
+    in_memory = not sort_served and bool(read.sort)
+    return ReadCost(index, keys, fetched, returned, in_memory, covers, bounded, basis, measured)
 
 
 def best(read: ReadShape, indexes: list[Index], selectivity: Selectivity) -> ReadCost | None:

@@ -25,6 +25,9 @@ class Evidence(Protocol):
     @property
     def count(self) -> int: ...
 
+    @property
+    def documents_read(self) -> int: ...
+
     def field(self, path: str) -> dict[str, Any] | None: ...
 
     def profile(self, field_name: str) -> dict[str, Any] | None: ...
@@ -73,9 +76,15 @@ class Selectivity:
     def multikey(self, path: str) -> bool:
         """Whether an index on ``path`` is multikey: the field, or a sub-document on its path, holds arrays."""
         parts = path.split(".")
-        return any(self.is_array(".".join(parts[:cut])) for cut in range(1, len(parts) + 1)) or (
-            self.entry(path) is not None and "[]" in str((self.entry(path) or {}).get("path", ""))
-        )
+        if any(self.is_array(".".join(parts[:cut])) for cut in range(1, len(parts) + 1)):
+            return True
+        return "[]" in str((self.entry(path) or {}).get("path", ""))
+
+    def values_per_document(self, path: str) -> float:
+        """Values of ``path`` per document read: above 1 where it runs through arrays."""
+        card = (self.entry(path) or {}).get("cardinality") or {}
+        read = self.evidence.documents_read if self.evidence is not None else 0
+        return card["values"] / read if read and card.get("values") and self.multikey(path) else 1.0
 
     def distinct(self, path: str) -> tuple[int | None, str]:
         if path == "_id" and self.count:
@@ -98,6 +107,10 @@ class Selectivity:
             if not distinct:
                 return Share(None, f"{path}: distinct values not measured")
             one = "one value" if op != "in" else "one value of the $in"
+            per_document = self.values_per_document(path)
+            if per_document > 1:  # an array: a document holds several values, and matches any of them
+                share = min(1.0, per_document / distinct)
+                return Share(share, f"{one} of {path} ({how}, {per_document:,.3g} values per document)")
             return Share(1 / distinct, f"{one} of {path} ({how})")
         if op in ("range", "gt", "gte", "lt", "lte"):
             profile = self.evidence.profile(path) if self.evidence is not None else None

@@ -248,13 +248,14 @@ def _explained(scratch: Scratch, guide: Any, migration: Migration, before: list[
     """Each read of the guide explained before ``up`` and after, with the index the migration created for
     it (where one of its ``create_index`` steps is the index mongopat advises for the read) and where the
     server's plan departs from that."""
+    from mongopat.indexes.catalog import Index
     from mongopat.indexes.explain import compare
-    from mongopat.indexes.planner import advise
+    from mongopat.indexes.planner import cost
     from mongopat.indexes.selectivity import Selectivity
     from mongopat.indexes.shape import from_match
 
     created = [
-        (step.collection, dict(step.params["keys"]), step.params.get("name"))
+        (step.collection, Index(str(step.params.get("name") or ""), list(dict(step.params["keys"]).items())))
         for step in migration.steps
         if step.name == "create_index"
     ]
@@ -263,24 +264,28 @@ def _explained(scratch: Scratch, guide: Any, migration: Migration, before: list[
         after = scratch.explain(read.after)
         sort = next((stage.spec for stage in read.after.stages if stage.kind == "sort"), None)
         shape = from_match(read.name, read.after.collection, read.after.match, sort)
-        advised, _ = advise(shape, Selectivity(None))
         expected = next(
-            ((keys, name) for collection, keys, name in created
-             if collection == read.after.collection and list(keys.items()) == advised),
+            (index for collection, index in created
+             if collection == read.after.collection and _serves(cost(shape, index, Selectivity(None)), shape)),
             None,
         )  # fmt: skip
-        departure = compare(after, expected[1], expected[0]) if expected and after is not None else None
+        departure = compare(after, expected.name, expected.keys_spec()) if expected and after is not None else None
         found.append(
             {
                 "read": read.name,
                 "collection": read.after.collection,
                 "before": summary_before.to_dict() if summary_before is not None else None,
                 "after": after.to_dict() if after is not None else None,
-                "expected_index": None if expected is None else {"name": expected[1], "key": expected[0]},
+                "expected_index": None if expected is None else {"name": expected.name, "key": expected.keys_spec()},
                 "departure": departure,
             }
         )
     return found
+
+
+def _serves(planned: Any, shape: Any) -> bool:
+    """The index bounds every equality of the read and gives its sort (the index model's plan)."""
+    return planned is not None and set(shape.equalities) <= set(planned.bounded) and not planned.sort_in_memory
 
 
 def _prediction_check(runner: Any, migration: Migration, totals: dict[str, Copied]) -> dict[str, Any]:

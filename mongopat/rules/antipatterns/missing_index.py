@@ -24,13 +24,16 @@ class MissingIndexRule(Rule):
     serves equally well share it: one finding per index, naming its reads. A text search without a text
     index fails outright (error). Where the data carries no index list (an export without metadata) the
     finding is information: the index may exist. Each extra index costs an index entry per insert and
-    delete (per array element when multikey) and cache; none is advised past MongoDB's 64 per collection."""
+    delete (per array element when multikey) and cache; none is advised past MongoDB's 64 per collection.
+    Error where the declared rates make the reads examine ``error_examined_per_sec`` documents a second or
+    more without it (rate times documents examined, summed over the reads the index serves), so that a CI
+    gate at its default fails on a read that lost its index."""
 
     code = "MP210"
     name = "missing_index"
     kind = "anti-pattern"
     title = "Read without an index"
-    defaults = {"min_examined": 1000, "min_ratio": 10}
+    defaults = {"min_examined": 1000, "min_ratio": 10, "error_examined_per_sec": 100_000}
 
     def check(self, collection: CollectionEvidence) -> list[Recommendation]:
         access = self.context.access
@@ -51,16 +54,18 @@ class MissingIndexRule(Rule):
             after = cost(read, wanted, selectivity)
             if after is None:
                 continue
-            if now is not None and not self._worth_it(now, after):
+            if now is not None and not self._worth_it(read, now, after):
                 continue
             unserved.append((read, now, after))
         return [self._finding(collection, index, served, existing, bool(listed), selectivity)
                 for index, served in _shared(unserved, selectivity)]  # fmt: skip
 
-    def _worth_it(self, now: ReadCost, after: ReadCost) -> bool:
+    def _worth_it(self, read: ReadShape, now: ReadCost, after: ReadCost) -> bool:
         ratio = self.threshold("min_ratio")
         if now.docs_examined < self.threshold("min_examined"):
             return False
+        if read.geo and now.index is None:
+            return True  # the area's share is not estimated; a scan tests every document's geometry
         if now.docs_examined < ratio * max(now.returned, 1.0):
             return False  # the read returns most of what it examines: no index makes it cheaper
         return after.docs_examined * ratio <= now.docs_examined or (now.sort_in_memory and not after.sort_in_memory)
@@ -90,7 +95,8 @@ class MissingIndexRule(Rule):
         migration: dict[str, Any] | None = {
             "step": "create_index", "collection": collection.name, "keys": keys, "name": default_name(index.key),
         }  # fmt: skip
-        severity = "error" if fails else "warning"
+        load = sum((read.per_sec or 0) * now.docs_examined for read, now, _ in served if now is not None)
+        severity = "error" if fails or load >= self.threshold("error_examined_per_sec") else "warning"
         if indexes_known and total > MAX_INDEXES:
             migration = None
             severity = "error"
@@ -98,20 +104,19 @@ class MissingIndexRule(Rule):
         if not indexes_known:
             severity = "info"
         names = ", ".join(read.name for read, _, _ in served)
-        first = served[0]
-        before = first[1].docs_examined if first[1] else None
-        rationale = (
-            f"{names} on {collection.name} "
-            + (
-                "fails: a $text search needs a text index. "
-                if fails
-                else f"examines {_n(before)} documents to return {_n(first[2].returned)} "
-                f"({first[1].index_name if first[1] else 'no index'}{', sorted in memory' if first[1] and first[1].sort_in_memory else ''}). "  # noqa: E501
+        sorts = any(read.sort for read, _, _ in served) and not any(after.sort_in_memory for _, _, after in served)
+        rationale = "; ".join(_today(read, now, after) for read, now, after in served) + ". "
+        rule = "a text index" if fails else ("a geo index" if index.kind != "plain" else "equality, sort, range")
+        rationale += f"An index on {describe_key(keys)} ({rule}) "
+        rationale += (
+            "finds the matches"
+            if fails
+            else "examines "
+            + ", ".join(
+                _after(read, after) + (f" for {read.name}" if len(served) > 1 else "") for read, _, after in served
             )
-            + f"An index on {describe_key(keys)} (equality, sort, range) examines {_n(first[2].docs_examined)}"
-            + ("" if first[2].sort_in_memory or not any(r.sort for r, _, _ in served) else " and gives the sort")
-            + "."
         )
+        rationale += " and gives the sort." if sorts else "."
         if not indexes_known:
             rationale += " The data carries no index list (no metadata): check whether such an index exists."
         if any(after.covers_projection for _, _, after in served):
@@ -121,22 +126,30 @@ class MissingIndexRule(Rule):
                 "read": read.name,
                 "collection": collection.name,
                 "examined_before": None if now is None else round(now.docs_examined, 1),
-                "examined_after": round(after.docs_examined, 1),
-                "basis": "the index model of mongopat.indexes.planner: " + "; ".join(after.basis),
+                "examined_after": round(after.docs_examined, 1) if after.measured or not read.geo else None,
+                "basis": "index model: " + ("; ".join(after.basis) or "no filter"),
             }
             for read, now, after in served
         ]
-        confidence = 0.85 if all(after.basis and "not" not in " ".join(after.basis) for _, _, after in served) else 0.65
+        confidence = 0.85 if all(after.measured for _, _, after in served) else 0.65
         return self.finding(
             collection.name,
             index.fields,
             severity,
             confidence,
-            {"index": keys, "reads": reads, "indexes": len(existing), "indexes_known": indexes_known},
+            {
+                "index": keys,
+                "reads": reads,
+                "examined_per_sec": round(load),
+                "indexes": len(existing),
+                "indexes_known": indexes_known,
+            },  # fmt: skip
             rationale,
             tradeoffs=tradeoffs,
             migration=migration,
-            title=f"Read without an index: {names}" if len(served) == 1 else f"{len(served)} reads without an index",
+            title=f"Read without an index: {names}"
+            if len(served) == 1
+            else f"{len(served)} reads without an index: {names}",
             prediction=prediction([], read_predictions) if migration else None,
         )
 
@@ -162,6 +175,24 @@ def _shared(
     return list(groups.values())
 
 
+def _after(read: ReadShape, after: ReadCost) -> str:
+    if read.geo and not after.measured:
+        return "only the documents whose geometry is near the area (their share is not estimated)"
+    return _n(after.docs_examined)
+
+
+def _today(read: ReadShape, now: ReadCost | None, after: ReadCost) -> str:
+    """``history examines 10,000 documents to return 1 (no index, sorted in memory)``"""
+    if now is None:
+        return f"{read.name} fails: a $text search needs a text index"
+    if read.geo and now.index is None and not after.measured:
+        return f"{read.name} tests the geometry of every document ({_n(now.docs_examined)}, no index)"
+    how = "no index" if now.index is None else f"index {now.index.name}"
+    if now.sort_in_memory:
+        how += ", sorted in memory"
+    return f"{read.name} examines {_n(now.docs_examined)} documents to return {_n(after.returned)} ({how})"
+
+
 def _read_evidence(read: ReadShape, now: ReadCost | None, after: ReadCost) -> dict[str, Any]:
     return {
         "read": read.name,
@@ -181,7 +212,8 @@ def _index_writes(collection: CollectionEvidence, index: Index, selectivity: Sel
     inserts = collection.declared_inserts() or 0
     deletes = (collection.access.writes.deletes_per_sec if collection.access else None) or 0
     updates = collection.declared_updates() or 0
-    arrays = [name for name in index.fields if selectivity.multikey(name)]
+    # A geo key indexes a point or shape once, whatever arrays hold its coordinates.
+    arrays = [name for name, kind in index.key if isinstance(kind, int) and selectivity.multikey(name)]
     per_document = 1.0
     for name in arrays:
         array = (selectivity.entry(name) or {}).get("array") or (collection.field(name) or {}).get("array") or {}
@@ -192,7 +224,7 @@ def _index_writes(collection: CollectionEvidence, index: Index, selectivity: Sel
     text = f"{entries:,.3g} index entries written per second for the declared {inserts + deletes:,g} inserts"
     text += " and deletes/s"
     if updates:
-        text += f", more for the {updates:,g} updates/s that change {', '.join(index.fields)}"
+        text += f", and one per declared update (of {updates:,g}/s) that changes {', '.join(index.fields)}"
     return text
 
 
