@@ -379,3 +379,34 @@ def test_a_covered_read_fetches_no_document(mongo):
 
     summary = summarise(_explained(_stations(mongo), filter={"st": 3}, projection={"_id": 0, "st": 1, "ts": 1}))
     assert summary.docs_examined == 0 and summary.returned == 100
+
+
+@pytest.mark.diverges("secantusdb", "index {st: 1, ts: 1}; explain find {st: 3} sort {ts: -1} limit 1: nReturned 100")
+def test_explain_counts_what_the_read_returns(mongo):
+    """``executionStats.nReturned`` is what the read returns, after its limit: the rehearsal reports it
+    beside the documents examined."""
+    from mongopat.indexes.explain import summarise
+
+    summary = summarise(_explained(_stations(mongo), filter={"st": 3}, sort={"ts": -1}, limit=1))
+    assert summary.returned == 1
+
+
+@pytest.mark.diverges(
+    "secantusdb",
+    "index {tags: 1, v: -1, y: 1}, tags arrays; explain find {tags: 3, y: {$gte: 10}} sort {v: -1}: COLLSCAN",
+)
+def test_an_equality_on_an_array_field_leads_a_compound_index(mongo):
+    """A multikey index whose array field the read compares for equality serves the read, its sort and its
+    range (MongoDB tracks which paths are multikey): the index the model advises for a genre's best films."""
+    from mongopat.indexes.explain import summarise
+
+    if not mongo.real:
+        pytest.skip("mongomock has no query planner to explain")
+    mongo.db.m.insert_many([{"tags": [i % 7, (i + 1) % 7], "v": i, "y": i % 50} for i in range(3000)])
+    mongo.db.m.create_index([("tags", 1), ("v", -1), ("y", 1)])
+    raw = mongo.db.command(
+        {"explain": {"find": "m", "filter": {"tags": 3, "y": {"$gte": 10}}, "sort": {"v": -1}, "limit": 5},
+         "verbosity": "executionStats"}
+    )  # fmt: skip
+    summary = summarise(raw)
+    assert summary.index == "tags_1_v_-1_y_1" and not summary.sort_in_memory

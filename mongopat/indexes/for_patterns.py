@@ -1,5 +1,7 @@
 """Index advice after a pattern: the reads a pattern's migration rewrites for the new shape need indexes on
 the new fields, and an index advised for today's shape of those reads no longer helps once it runs.
+An index a rewritten read needs on the same fields as today's read is not the pattern's to add: today's
+read needs it already, and the missing-index rule says so (with what the data says of existing indexes).
 
 For each recommendation whose migration reshapes documents, the guide rewrites the declared reads
 (:func:`mongopat.guide.build.recommendation_guide`); the indexes those reads need that neither exist nor
@@ -23,7 +25,7 @@ def attach(found: list[Any], report: dict[str, Any], access: Any) -> None:
     rewrites supersede."""
     if access is None:
         return
-    from mongopat.guide.build import recommendation_guide
+    from mongopat.guide.build import index_keys, recommendation_guide
 
     rewritten: dict[tuple[str, str], str] = {}  # (collection, read) -> the recommendation that rewrites it
     for rec in found:
@@ -36,9 +38,13 @@ def attach(found: list[Any], report: dict[str, Any], access: Any) -> None:
         for read in guide.reads:
             if read.changed:
                 rewritten.setdefault((read.before.collection, read.name), rec.code)
+        keys_today = {read.name: index_keys(read.before) for read in guide.reads}
+        keys_after = {read.name: index_keys(read.after) for read in guide.reads}
         for entry in guide.indexes:
             if entry["status"] != "to add":
                 continue
+            if all(set(keys_after.get(name) or {}) <= set(keys_today.get(name) or {}) for name in entry["reads"]):
+                continue  # the read needs an index on these fields today already: the missing-index rule's advice
             key = list(entry["keys"].items())
             name = default_name(key)
             spec = {"step": "create_index", "collection": entry["collection"], "keys": dict(key), "name": name}

@@ -5,10 +5,12 @@ readable; printing opens them all. Every value from the data is escaped."""
 from __future__ import annotations
 
 import datetime
+import json
 from html import escape
 from typing import Any
 
 from mongopat import __version__
+from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.preview import example_document, preview, to_json_text
 from mongopat.migrate.steps import StepError, build_step
 from mongopat.render import svg
@@ -242,6 +244,14 @@ def _evidence_chart(rec: dict[str, Any], collection: dict[str, Any] | None) -> s
             return _timeline_chart(collection["time"][0])
         if rec["pattern"] == "bloated_documents":
             return _size_chart(collection["document_size"])
+    reads = rec["evidence"].get("reads")
+    if isinstance(reads, list) and reads and all(isinstance(r, dict) and "after" in r for r in reads):
+        examined = []  # documents examined per read, today and with the advised index
+        for read in reads[:3]:
+            if read.get("before"):
+                examined.append((f"{read['read']}: today", read["before"]["docs_examined"]))
+            examined.append((f"{read['read']}: indexed", read["after"]["docs_examined"]))
+        return svg.number_bars(examined, f"Documents examined per read for {rec['code']} {rec['pattern']}")
     numbers = [(k, v) for k, v in rec["evidence"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     return svg.number_bars(numbers[:6], f"Evidence for {rec['code']} {rec['pattern']}")
 
@@ -323,7 +333,11 @@ def _recommendation_section(
             step = build_step(rec["migration"])
         except StepError:
             step = None
-        if step is not None:
+        if step is not None and STEP_OPERATIONS[step.name].type.kind == "collection":
+            params = json.dumps({k: v for k, v in step.params.items() if v is not None}, default=str)
+            parts.append(f"<p class='meta'>The migration: {escape(step.name)} on {escape(step.collection)} "
+                         f"<code>{escape(params)}</code>; no document changes.</p>")  # fmt: skip
+        elif step is not None:
             before, after, note = preview(step, example_document(collection, show_values))
             label = (
                 "an example document"
@@ -333,6 +347,7 @@ def _recommendation_section(
             parts.append(f"<h3>Before and after</h3><p class='meta'>On {label}. {escape(note)}</p><div class='pair'>"
                          f"<figure><figcaption>before</figcaption><pre>{escape(chr(10).join(to_json_text(d) for d in before[:2]))}</pre></figure>"
                          f"<figure><figcaption>after</figcaption><pre>{escape(chr(10).join(to_json_text(d) for d in after[:2]))}</pre></figure></div>")  # fmt: skip
+        if step is not None:
             if access is not None:
                 parts.append(_guide_section(rec, access, report))
             parts.append(f"<p>Plan it: <code>mongopat recommend {escape(source_hint)} --format json -o recs.json &amp;&amp; "
@@ -342,6 +357,12 @@ def _recommendation_section(
 
 
 def _plain(value: Any) -> str:
+    if isinstance(value, list) and value and all(isinstance(item, dict) and "shape" in item for item in value):
+        from mongopat.render.recommendations import read_line
+
+        return "; ".join(read_line(item) for item in value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, default=str)
     if isinstance(value, float):
         return f"{value:,.4g}"
     if isinstance(value, int) and not isinstance(value, bool):

@@ -18,6 +18,8 @@ def _where(rec: dict[str, Any]) -> str:
 
 
 def _value(value: Any) -> str:
+    if isinstance(value, list) and value and all(isinstance(item, dict) and "shape" in item for item in value):
+        return "\n".join(read_line(item) for item in value)
     if isinstance(value, float):
         return f"{value:,.4g}"
     if isinstance(value, int) and not isinstance(value, bool):
@@ -70,6 +72,21 @@ def print_recommendations(result: dict[str, Any], console: Console, verbose: boo
             console.print(Text(f"  {line}"))
         if rec["migration"] and verbose:
             console.print(Text("  migration: " + json.dumps(rec["migration"], default=str), style="dim"))
+
+
+def read_line(entry: dict[str, Any]) -> str:
+    """One read of index evidence: ``history {st: eq} sort ts:1, 20/s: no index, 10,000 examined (sort in
+    memory) → st_1_ts_1, 1 examined``."""
+
+    def plan(cost: dict[str, Any] | None) -> str:
+        if cost is None:
+            return "cannot run"
+        where = cost["index"] or "no index"
+        sort = " (sort in memory)" if cost.get("sort_in_memory") else ""
+        return f"{where}, {cost['docs_examined']:,.0f} examined{sort}"
+
+    rate = f", {entry['per_sec']:,g}/s" if entry.get("per_sec") else ""
+    return f"{entry['read']} {entry['shape']}{rate}: {plan(entry.get('before'))} → {plan(entry.get('after'))}"
 
 
 def prediction_lines(prediction: dict[str, Any] | None) -> list[str]:

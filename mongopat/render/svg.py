@@ -108,6 +108,11 @@ def spans(rows: list[tuple[str, float, float, int]], start: float, end: float, l
     return _frame(width, height, label, description, "".join(parts))
 
 
+def _figure(value: float) -> str:
+    """``10,000`` rather than ``1e+04``; four significant digits below a thousand."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
+
+
 def number_bars(values: list[tuple[str, float]], label: str, width: int = 360) -> str:
     """Horizontal bars for a few named numbers (evidence of a recommendation)."""
     values = [(name, float(value)) for name, value in values if isinstance(value, (int, float))]
@@ -121,6 +126,6 @@ def number_bars(values: list[tuple[str, float]], label: str, width: int = 360) -
         length = (width - 190) * abs(value) / top
         parts.append(f'<text x="0" y="{y + 11}" font-size="10">{escape(name[:26])}</text>')
         parts.append(f'<rect x="150" y="{y + 2}" width="{max(length, 1):.1f}" height="11" fill="{ACCENT}"/>')
-        parts.append(f'<text x="{154 + length:.1f}" y="{y + 11}" font-size="10">{value:,.4g}</text>')
-    description = "; ".join(f"{name}: {value:,.4g}" for name, value in values)
+        parts.append(f'<text x="{154 + length:.1f}" y="{y + 11}" font-size="10">{_figure(value)}</text>')
+    description = "; ".join(f"{name}: {_figure(value)}" for name, value in values)
     return _frame(width, height, label, description, "".join(parts))
