@@ -41,7 +41,7 @@ from mongopat.cli_output import (
     json_text,
     write_text,
 )
-from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError, SourceError
+from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, InputError, MongopatError, SourceError
 from mongopat.render import migrations as printed
 from mongopat.sources import SourceSpec
 
@@ -276,6 +276,14 @@ def recommend(
     html: HtmlOption = None,
     show_values: ShowValuesOption = False,
     format: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="With --uri: ask the server's planner how it runs each read an index finding names, today "
+            "(explain with queryPlanner: planned, not run).",
+        ),
+    ] = False,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -296,8 +304,10 @@ def recommend(
         else:
             spec = source
             data = analyze_with_progress(spec, collection, AnalyzeOptions(sample_size=sample, keep_example=show_values))
+        if explain and not source.uri:
+            raise InputError("--explain asks a server's planner: give --uri")
         result = command.recommend(
-            data, access, command.parse_threshold_options(threshold or []), rule, None if report else source
+            data, access, command.parse_threshold_options(threshold or []), rule, None if report else source, explain
         )
         if output:
             write_report(result, output)

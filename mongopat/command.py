@@ -97,10 +97,12 @@ def recommend(
     thresholds: dict[str, dict[str, float]] | None = None,
     rules: list[str] | None = None,
     source: SourceSpec | None = None,
+    explain: bool = False,
 ) -> dict[str, Any]:
     """Join a report with an access-pattern file and run every detector; returns ``{"recommendations": ...}``
     (``recommendations_version`` 2). Each migration carries a prediction; with ``source`` (the data the
-    report measured) a document step's is measured on a sample run through the step."""
+    report measured) a document step's is measured on a sample run through the step. With ``explain`` and
+    a server source, each missing-index finding's reads carry the server's plan for them today."""
     from mongopat.access import load_access_file
     from mongopat.access.against_data import check_against_data
     from mongopat.rules import Context, registry, run_rules
@@ -127,6 +129,8 @@ def recommend(
     found = run_rules(context, set(rules) if rules else None)
     attach_index_steps(found, report, access)
     predict(found, report, access, source)
+    if explain:
+        explain_today(found, access, source)
     by_severity = {name: sum(1 for r in found if r.severity == name) for name in SEVERITIES}
     return {
         "recommendations_version": 2,
@@ -140,6 +144,18 @@ def recommend(
         "recommendations": [r.to_dict() for r in found],
         "notes": notes,
     }
+
+
+def explain_today(found: list[Any], access: Any, source: SourceSpec | None) -> None:
+    """The server's plans today for the reads of the index findings (``recommend --explain``)."""
+    from mongopat.indexes.explain import plans_today
+
+    if source is None or not source.uri:
+        raise InputError("--explain asks a server's planner: give --uri")
+    if access is None:
+        return
+    with _server(source) as server:
+        plans_today(server.db, found, access)
 
 
 def attach_index_steps(found: list[Any], report: dict[str, Any], access: Any) -> None:

@@ -157,3 +157,71 @@ def test_rehearsal_explains_each_read_before_and_after(mongo, tmp_path):
     if mongo.engine == "mongodb":
         assert explained["latest"]["after"]["docs_examined"] == 1
     assert result["ok"], result["failures"]
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
+
+
+def test_a_pattern_plans_the_indexes_its_rewritten_reads_need(tmp_path):
+    """The attribute pattern rewrites the catalogue search to match attributes.k and attributes.v: its
+    migration ends with that index. Today's reads' own indexes stay the missing-index rule's."""
+    folder = SAMPLES / "ecommerce"
+    data = next(p for p in folder.iterdir() if p.is_dir())
+    result = recommended(SourceSpec(dump=str(data)), folder / "access.yaml", tmp_path / "rec.json")
+    [attribute] = [rec for rec in result["recommendations"] if rec["code"] == "MP107"]
+    [index] = attribute["index_steps"]
+    assert index["step"] == "create_index" and {"attributes.k", "attributes.v"} <= set(index["keys"])
+    computed = [rec for rec in result["recommendations"] if rec["code"] == "MP104"]
+    assert computed and all(rec["index_steps"] == [] for rec in computed)  # same filter as today's read
+    migrations = tmp_path / "migrations"
+    command.migrate_plan(str(tmp_path / "rec.json"), str(migrations), only=["MP107"])
+    [migration] = load_folder(migrations)
+    assert [step.name for step in migration.steps][-1] == "create_index"
+
+
+def test_an_index_a_pattern_supersedes_is_left_out_when_both_are_planned(tmp_path):
+    """The bucket pattern rewrites the sensor range read and creates its index on the buckets: planned
+    with it, the index for today's readings (MP210) would be built on fields the buckets lack."""
+    folder = SAMPLES / "iot"
+    data = next(p for p in folder.iterdir() if p.is_dir())
+    result = recommended(SourceSpec(dump=str(data)), folder / "access.yaml", tmp_path / "rec.json")
+    [missing] = [rec for rec in result["recommendations"] if rec["code"] == "MP210"]
+    assert missing["evidence"]["superseded_by"] == ["MP101"] and missing["migration"]
+    both = command.migrate_plan(str(tmp_path / "rec.json"), str(tmp_path / "both"), only=["MP101", "MP210"])
+    assert [step.name for m in load_folder(tmp_path / "both") for step in m.steps] == ["bucket"]
+    assert any("MP210 on readings: not planned (MP101 is planned" in note for note in both["notes"])
+    command.migrate_plan(str(tmp_path / "rec.json"), str(tmp_path / "alone"), only=["MP210"])
+    assert [step.name for m in load_folder(tmp_path / "alone") for step in m.steps] == ["create_index"]
+
+
+def test_recommend_explain_gives_the_servers_plan_today(mongo, tmp_path):
+    """``recommend --explain`` asks the server how it plans each read of an index finding today (planned,
+    not run); a dump folder has no planner to ask (exit 2)."""
+    load_server(mongo)
+    data, access = dump(tmp_path)
+    result = runner.invoke(
+        app,
+        [
+            "recommend",
+            *mongo.cli_args(),
+            "--access",
+            str(access),
+            "--explain",
+            "-f",
+            "json",
+            "-o",
+            str(tmp_path / "r.json"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    [missing] = [
+        rec for rec in json.loads((tmp_path / "r.json").read_text())["recommendations"] if rec["code"] == "MP210"
+    ]
+    for read in missing["evidence"]["reads"]:
+        plan = read["server_plan"]
+        if mongo.real:
+            assert plan["error"] is None and plan["index"] in (None, "st_1") and plan["stages"]
+        else:
+            assert plan["error"].startswith("explain failed")  # mongomock has no query planner
+    refused = runner.invoke(app, ["recommend", "--dump", str(data), "--access", str(access), "--explain"])
+    assert refused.exit_code == 2 and "--uri" in refused.output

@@ -81,18 +81,20 @@ def explain_find(
     filter_: dict[str, Any],
     sort: dict[str, int] | None = None,
     limit: int | None = None,
+    verbosity: str = "executionStats",
 ) -> dict[str, Any]:
     command: dict[str, Any] = {"find": collection, "filter": filter_}
     if sort:
         command["sort"] = sort
     if limit:
         command["limit"] = limit
-    return db.command({"explain": command, "verbosity": "executionStats"})
+    return db.command({"explain": command, "verbosity": verbosity})
 
 
-def explain_plan(db: Any, plan: Any, samples: int = SAMPLES) -> PlanSummary:
+def explain_plan(db: Any, plan: Any, samples: int = SAMPLES, verbosity: str = "executionStats") -> PlanSummary:
     """Explain a guide's read (:class:`mongopat.guide.reads.ReadPlan`) with values from the collection's
-    own documents; the median of ``samples`` explains."""
+    own documents; the median of ``samples`` explains. ``queryPlanner`` plans the read without running it
+    (what a production server is asked): the figures examined stay 0."""
     from mongopat.guide.placeholders import UnboundParameter, bind
     from mongopat.guide.proof import UNBOUND, binding_filter, read_values
 
@@ -117,7 +119,7 @@ def explain_plan(db: Any, plan: Any, samples: int = SAMPLES) -> PlanSummary:
             problem = f"cannot bind the read's values: {exc}"
             continue
         try:
-            summary = summarise(explain_find(db, plan.collection, filter_, sort, limit))
+            summary = summarise(explain_find(db, plan.collection, filter_, sort, limit, verbosity))
         except Exception as exc:  # noqa: BLE001 - a server without explain (or a refusal) is reported
             return PlanSummary(name, plan.collection, error=f"explain failed: {str(exc).splitlines()[0][:200]}")
         found.append(summary)
@@ -144,3 +146,34 @@ def compare(summary: PlanSummary, expected_index: str | None, expected_key: dict
         return None
     used = f"index {summary.index}" if summary.index else "a collection scan"
     return f"the server planned {used}; mongopat expected {expected_index or expected_key}"
+
+
+def plans_today(db: Any, findings: list[Any], access: Any) -> None:
+    """For each missing-index finding (MP210), how the server plans each of its reads today (``explain``
+    with ``queryPlanner``: planned, never run), in ``evidence.reads[].server_plan``; where the server uses an
+    index the model found none for, the rationale says so (the index list analysed may be stale)."""
+    from mongopat.access.model import Query
+    from mongopat.guide.reads import today_read
+
+    for finding in findings:
+        if finding.code != "MP210":
+            continue
+        for read in finding.evidence.get("reads", []):
+            joined = read.get("joined_from")
+            if joined:
+                query = Query(read["read"], filter={finding.fields[0]: "eq"})
+            else:
+                spec = access.collection(finding.collection)
+                query = next((q for q in spec.queries if q.name == read["read"]), None) if spec else None
+            if query is None:
+                continue
+            summary = explain_plan(db, today_read(finding.collection, query), samples=1, verbosity="queryPlanner")
+            read["server_plan"] = {
+                k: summary.to_dict()[k] for k in ("index", "key", "stages", "sort_in_memory", "error")
+            }
+            expected = (read.get("before") or {}).get("index")
+            if summary.error is None and summary.index and summary.index != expected:
+                finding.rationale += (
+                    f" The server plans {read['read']} with index {summary.index} today, which the analysed index"
+                    " list did not hold or the model did not choose: analyse again, or check the index."
+                )
