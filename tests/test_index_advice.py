@@ -225,3 +225,33 @@ def test_recommend_explain_gives_the_servers_plan_today(mongo, tmp_path):
             assert plan["error"].startswith("explain failed")  # mongomock has no query planner
     refused = runner.invoke(app, ["recommend", "--dump", str(data), "--access", str(access), "--explain"])
     assert refused.exit_code == 2 and "--uri" in refused.output
+
+
+def test_indexes_only_the_old_shape_used_are_dropped_with_the_pattern(tmp_path):
+    """Bucketed, readings hold no top-level ts: the plain index on it goes with the bucket migration (and
+    comes back with down); a TTL index on it is a person's decision."""
+    from mongopat.sources.dump import read_json_documents
+
+    folder = SAMPLES / "iot"
+    documents = list(read_json_documents(folder / "iot" / "readings.json"))
+    data = tmp_path / "data" / "iot"
+    indexes = [
+        {"key": {"_id": 1}, "name": "_id_"},
+        {"key": {"sensorId": 1, "ts": 1}, "name": "sensorId_1_ts_1"},
+        {"key": {"ts": 1}, "name": "ts_ttl", "expireAfterSeconds": 86400 * 365},
+    ]
+    write_bson_dump(data, "readings", documents, indexes)
+    write_bson_dump(data, "sensors", list(read_json_documents(folder / "iot" / "sensors.json")), indexes[:1])
+    result = recommended(SourceSpec(dump=str(data)), folder / "access.yaml", tmp_path / "rec.json")
+    [bucket] = [rec for rec in result["recommendations"] if rec["code"] == "MP101"]
+    assert bucket["index_steps"] == [{"step": "drop_index", "collection": "readings", "name": "sensorId_1_ts_1"}]
+    assert not [rec for rec in result["recommendations"] if rec["code"] == "MP210"]  # served today
+    migrations = tmp_path / "migrations"
+    command.migrate_plan(str(tmp_path / "rec.json"), str(migrations), only=["MP101"])
+    spec = SourceSpec(dump=str(data))
+    before = (data / "readings.metadata.json").read_bytes()
+    command.migrate_up(spec, str(migrations))
+    names = [i["name"] for i in json.loads((data / "readings.metadata.json").read_text())["indexes"]]
+    assert "sensorId_1_ts_1" not in names and "ts_ttl" in names
+    command.migrate_down(spec, str(migrations), to="base")
+    assert (data / "readings.metadata.json").read_bytes() == before

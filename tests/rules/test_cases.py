@@ -55,7 +55,7 @@ def collection_data(spec: dict[str, Any]) -> dict[str, Any]:
     count = spec["count"]
     return {
         "name": spec["name"], "count": count, "fields": fields, "time": time, "indexes": indexes,
-        "sampling": {"documents": count}, "document_size": {},
+        "sampling": {"documents": count}, "document_size": {}, "sharding": spec.get("sharding"),
     }  # fmt: skip
 
 

@@ -188,8 +188,12 @@ class DumpFolderCatalog(Catalog):
 
 
 def _comparable(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Metadata without what carries no meaning: empty options."""
-    return {k: v for k, v in metadata.items() if not (k == "options" and not v)}
+    """Metadata without what carries no meaning: empty options, and the order of the indexes (an index
+    dropped and created again by ``down`` comes back last; mongorestore builds the same indexes)."""
+    found = {k: v for k, v in metadata.items() if not (k == "options" and not v)}
+    if isinstance(found.get("indexes"), list):
+        found["indexes"] = sorted(found["indexes"], key=lambda spec: json_util.dumps(spec, sort_keys=True))
+    return found
 
 
 def _collection_names(folder: Path) -> set[str]:

@@ -13,8 +13,9 @@ class RedundantIndexRule(Rule):
     reversed; a single field in either direction) serves no read the longer one does not, and costs a
     write on every insert and space in the cache. Only plain indexes are reported: never the ``_id``
     index, a unique, TTL, partial, sparse or hidden index, one with its own collation, or a text, geo,
-    hashed or wildcard index; and only where the longer index can stand in for it (itself neither
-    partial, sparse nor hidden, with the same collation)."""
+    hashed or wildcard index, nor the index of a sharded collection's shard key (the balancer and
+    chunk migrations use it); and only where the longer index can stand in for it (itself neither partial,
+    sparse nor hidden, with the same collation)."""
 
     code = "MP211"
     name = "redundant_index"
@@ -24,9 +25,10 @@ class RedundantIndexRule(Rule):
 
     def check(self, collection: CollectionEvidence) -> list[Recommendation]:
         indexes = [Index.from_report(entry) for entry in collection.data.get("indexes") or []]
+        shard_key = list(((collection.data.get("sharding") or {}).get("shard_key") or {}).items())
         found = []
         for index in indexes:
-            if index.restrictions():
+            if index.restrictions() or (shard_key and index.key == shard_key):
                 continue
             cover = next((other for other in indexes if other is not index and _covers(other, index)), None)
             if cover is None:
