@@ -91,12 +91,15 @@ def main_options(
     State.no_color = State.no_color or no_color
 
 
-def fail(error: MongopatError) -> typer.Exit:
+def fail(error: MongopatError, uri: str | None = None) -> typer.Exit:
+    """Print the error (the URI's secrets masked, whoever wrote the message) and the exit to give."""
+    from mongopat.redact import scrub
+
     console = State.stderr()
     console.print("[bold red]error:[/] ", markup=True, end="")
-    console.print(error.message, markup=False, highlight=False, soft_wrap=True)
+    console.print(scrub(error.message, uri), markup=False, highlight=False, soft_wrap=True)
     if error.hint:
-        console.print(f"  hint: {error.hint}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"  hint: {scrub(error.hint, uri)}", markup=False, highlight=False, soft_wrap=True)
     return typer.Exit(error.exit_code)
 
 
@@ -105,7 +108,7 @@ def run(action: Callable[[], int | None], uri: str | None = None) -> None:
     try:
         code = action()
     except MongopatError as error:
-        raise fail(error) from None
+        raise fail(error, uri) from None
     except KeyboardInterrupt:
         State.stderr().print("interrupted")
         raise typer.Exit(130) from None
@@ -115,7 +118,7 @@ def run(action: Callable[[], int | None], uri: str | None = None) -> None:
         driver_error = _driver_error(error, uri)
         if driver_error is None:
             raise
-        raise fail(driver_error) from None
+        raise fail(driver_error, uri) from None
     if code:
         raise typer.Exit(code)
 
@@ -571,7 +574,7 @@ def migrate_plan(
         output.show(result)
         return 1 if result["refused"] else 0
 
-    run(body)
+    run(body, uri)
 
 
 @migrate_app.command(
