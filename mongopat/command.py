@@ -310,9 +310,20 @@ def draft_access(
     return build_draft(database, server, log_scan, data_rates, statuses, known, references)
 
 
+def _migrations_folder(folder: str) -> None:
+    """The migrations folder a command reads must exist: a typo in ``--dir`` is an input error, not an
+    empty list."""
+    if not Path(folder).is_dir():
+        raise InputError(
+            f"no migrations folder {folder}",
+            hint="give --dir, or write migrations with 'mongopat migrate plan' or 'mongopat migrate new'",
+        )
+
+
 def _dump_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> RunnerBase:
     from mongopat import api
 
+    _migrations_folder(folder)
     if spec.uri:
         raise InputError("give either --uri or --dump, not both")
     return api.runner(api.dump_folder(spec.dump or "", spec.db), folder, **_option_values(options))
@@ -346,6 +357,7 @@ def _migrations(spec: SourceSpec, folder: str, action: str, *args: Any, options:
 
     values = _option_values(options)
     api.run_options(**values)  # wrong options and files are reported before any connection attempt
+    _migrations_folder(folder)
     migrations = api.load(folder)
     if spec.dump:
         if spec.uri:
@@ -495,7 +507,10 @@ def migrate_new(folder: str, name: str, pattern: str, collection: str, params: l
 def pending_work(spec: SourceSpec, folder: str) -> tuple[list[str], int]:
     """What ``up`` has to do: the migrations not applied (pending, failed, interrupted) and the documents
     written in an applied migration's old shape since it ran."""
+    from mongopat.migrate.runner import refuse_edited
+
     rows = migrate_status(spec, folder)
+    refuse_edited(rows)
     pending = [r["id"] for r in rows if r["state"] in ("pending", "failed", "running")]
     return pending, sum(r.get("pending_documents") or 0 for r in rows)
 

@@ -68,6 +68,30 @@ class RunOptions:
     retry_base: float = 0.2
 
 
+def refuse_edited(rows: list[dict[str, Any]]) -> None:
+    """``up`` runs no migration while one that changed something has its file edited since (the status
+    rows' ``edited``): the one check, for the engine and for the command line that asks first."""
+    edited = [row["id"] for row in rows if row["edited"]]
+    if edited:
+        raise OperationFailed(
+            f"applied migration(s) changed since they ran: {', '.join(edited)}",
+            hint="restore the file as it was, or run 'mongopat migrate down' past it before editing",
+        )
+
+
+def _never_wrote(entry: dict[str, Any]) -> bool:
+    """A migration that failed cleanly before any step changed anything: no step applied, written to,
+    checkpointed, begun a phase or recorded what it did. Its file may be fixed and run again."""
+    return entry.get("state") == "failed" and all(
+        step.get("state") in ("pending", "running", "failed")
+        and not step.get("written")
+        and not step.get("has_last")
+        and not step.get("phase")
+        and not step.get("stats")
+        for step in entry.get("steps") or []
+    )
+
+
 def _untouched(entry: dict[str, Any]) -> bool:
     """No step of the changelog entry has begun: the collections are as they were before the migration."""
     return all(step.get("state") == "pending" for step in entry.get("steps") or [])
@@ -138,7 +162,10 @@ class RunnerBase:
             if entry and state == "rolled_back":
                 state = "pending"
             edited = bool(
-                entry and state in ("applied", "running", "failed") and entry.get("checksum") != migration.checksum
+                entry
+                and state in ("applied", "running", "failed")
+                and entry.get("checksum") != migration.checksum
+                and not _never_wrote(entry)
             )
             rows.append(
                 {
@@ -298,12 +325,7 @@ class RunnerBase:
         return result
 
     def _refuse_edited(self) -> None:
-        edited = self._edited()
-        if edited:
-            raise OperationFailed(
-                f"applied migration(s) changed since they ran: {', '.join(edited)}",
-                hint="restore the file as it was, or run 'mongopat migrate down' past it before editing",
-            )
+        refuse_edited(self.status())
 
     def verify(self, migration_id: str | None = None) -> dict[str, list[str]]:
         """Re-check applied migrations (all, or one): ``{id: [problems]}``."""
@@ -337,9 +359,6 @@ class RunnerBase:
             )
         return [m for m in applied if ids.index(m.id) > ids.index(to)]
 
-    def _edited(self) -> list[str]:
-        return [row["id"] for row in self.status() if row["edited"]]
-
     # -- up (every backend) --------------------------------------------------------------------
 
     # Errors of a step that fail its migration with a message (``up`` resumes it); any other keeps its
@@ -353,6 +372,12 @@ class RunnerBase:
         chosen = []
         for migration in self.migrations:
             entry = entries.get(migration.id)
+            if entry and _never_wrote(entry) and entry.get("checksum") != migration.checksum:
+                # Fixed since it failed without writing: it starts again from the file as it is now.
+                self.changelog.set(
+                    migration.id, checksum=migration.checksum, description=migration.description,
+                    steps=initial_steps(migration),
+                )  # fmt: skip
             if not entry or entry.get("state") != "applied":
                 chosen.append(migration)
             if migration.id == to:
@@ -403,6 +428,14 @@ class RunnerBase:
         except self.step_failures as exc:
             message = one_line(exc)
             self.changelog.finish(migration.id, "failed", started, message)
+            if isinstance(exc, InputError):  # the migration file asks for what the data does not have
+                nothing = _never_wrote(self.changelog.get(migration.id) or {})
+                raise InputError(
+                    f"{migration.id} failed: {message}",
+                    hint="nothing was written: fix the migration file, then run 'mongopat migrate up' again"
+                    if nothing
+                    else "earlier steps ran: 'mongopat migrate down' reverts them, then fix the file and run up",
+                ) from None
             raise OperationFailed(
                 f"{migration.id} failed: {message}", hint="fix the cause, then run 'mongopat migrate up' to resume"
             ) from None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mongopat.errors import OperationFailed
+from mongopat.errors import InputError
 from mongopat.migrate.catalog import index_name
 from mongopat.migrate.dump_folder.files import DocumentWriter, backup_name, count_records, plain_documents
 from mongopat.migrate.operations import STEP_OPERATIONS
@@ -91,7 +91,7 @@ class FileRewrites(DumpSteps):
             if source is None and kept.exists():
                 source = kept  # a crash between the two renames of an earlier commit left only the backup
             if source is None:
-                raise OperationFailed(f"collection {step.collection!r} not found in {self.folder}")
+                raise InputError(f"collection {step.collection!r} not found in {self.folder}")
             self.refuse(step)
             read, written, stats = self._write_step(migration_id, index, step, suffix, source)
             runner.changelog.step(migration_id, index, phase="commit", read=read, written=written, stats=stats)

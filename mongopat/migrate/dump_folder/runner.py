@@ -20,7 +20,7 @@ from typing import Any
 
 import bson
 
-from mongopat.errors import InputError, OperationFailed
+from mongopat.errors import InputError
 from mongopat.migrate.dump_folder.bucket_lines import SPILL_PREFIX
 from mongopat.migrate.dump_folder.bucket_steps import BucketFiles
 from mongopat.migrate.dump_folder.catalog import DumpFolderCatalog
@@ -91,7 +91,7 @@ class DumpRunner(RunnerBase):
                 return suffix
             if (self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")).exists():
                 return suffix
-        raise OperationFailed(f"collection {step.collection!r} not found in {self.folder}")
+        raise InputError(f"collection {step.collection!r} not found in {self.folder}")
 
     def hook(self, migration_id: str, index: int, done: int) -> None:
         """Progress, the lease, and the place tests inject faults (between batches and commit renames)."""

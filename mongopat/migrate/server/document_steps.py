@@ -24,7 +24,7 @@ import bson
 from pymongo import ASCENDING, ReplaceOne
 from pymongo.errors import BulkWriteError
 
-from mongopat.errors import OperationFailed
+from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.document_batches import (
@@ -63,7 +63,10 @@ class DocumentSteps(InServerSteps, ServerSteps):
         name = step.collection
         # Once per step: a run that stopped before its first checkpoint has created these collections itself.
         if state.get("count_before") is None and not state.get("has_last") and not state.get("ranges"):
-            refuse_existing(step, set(self.db.list_collection_names()).__contains__)
+            names = set(self.db.list_collection_names())
+            if name not in names:  # MongoDB creates a collection on its first write: a misspelled name would not fail
+                raise InputError(f"collection {name!r} not found in database {self.db.name}")
+            refuse_existing(step, names.__contains__)
             self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
         # Indexes of the collections the step creates first: the application reads a subset's full list or
         # an outlier's overflow by parentId from the start, and so do reruns. The collection's own last.
