@@ -325,6 +325,10 @@ def recommend(
             print_recommendations(result, State.stdout(), verbose=State.verbose)
         if output:
             State.note(f"recommendations written to {output}")
+        if any(rec.get("migration") for rec in result["recommendations"]):
+            saved = output or "recs.json"
+            first = "" if output else "save them with --format json -o recs.json, then "
+            State.note(f"next: {first}mongopat migrate plan --from {saved} --dir migrations (one file per migration)")
         return 0
 
     run(body, source.uri)
@@ -487,6 +491,40 @@ def check(
         return 0 if result["ok"] else 1
 
     run(body, source.uri)
+
+
+@app.command(
+    epilog="Examples:\n\n  mongopat unpack sample_weatherdata.archive.gz --to dump\n\n"
+    "  mongopat migrate up --dump dump/sample_weatherdata --dir migrations"
+)
+def unpack(
+    archive: Annotated[str, typer.Argument(help="A mongodump --archive file (plain or --gzip).")],
+    to: Annotated[str, typer.Option("--to", help="Folder to write <database>/<collection>.bson into.")] = "dump",
+    db: DbOption = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+) -> None:
+    """Write a mongodump archive out as the dump folder mongodump would have written, to run migrations on."""
+
+    def body() -> int:
+        check_format(format, ("table", "json"))
+        result = command.unpack(archive, to, db)
+        if format == "json":
+            emit_json(result)
+            return 0
+        for unpacked in result["databases"]:
+            documents = sum(unpacked["collections"].values())
+            State.say(
+                f"unpacked {len(unpacked['collections'])} collection(s), {documents:,} document(s) into "
+                f"{unpacked['folder']}"
+            )
+            for note in unpacked["notes"]:
+                State.say(f"  note: {note}")
+            State.say(
+                f"next: mongopat recommend --dump {unpacked['folder']} (migrate up, status and rehearse run on it too)"
+            )
+        return 0
+
+    run(body)
 
 
 @app.command(epilog="Examples:\n\n  mongopat demo\n\n  mongopat demo /tmp/mongopat-demo")

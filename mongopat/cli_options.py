@@ -35,7 +35,11 @@ MigrateUriOption = Annotated[
 ]
 DumpOption = Annotated[
     str | None,
-    typer.Option("--dump", help="Folder of mongoexport .json and/or mongodump .bson files: no server needed."),
+    typer.Option(
+        "--dump",
+        help="Folder of mongoexport .json and/or mongodump .bson files, or a mongodump --archive file (read-only: "
+        "'mongopat unpack' writes it out as a folder): no server needed.",
+    ),
 ]
 DbOption = Annotated[str | None, typer.Option("--db", help="Database name, when the URI or folder does not say.")]
 CollectionOption = Annotated[

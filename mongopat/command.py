@@ -454,6 +454,7 @@ def migrate_plan(
         "refused": refused,
         "warnings": warnings,
         "guide": guide_command(saved, folder),
+        "up": up_command(saved, folder),
     }
 
 
@@ -474,6 +475,38 @@ def _transformed_sample(target: Any) -> Callable[[Any], list[dict[str, Any]]]:
         return taken[key]
 
     return sample
+
+
+def _archive(location: str | None) -> bool:
+    from mongopat.sources.archive import is_archive
+
+    return bool(location) and Path(str(location)).is_file() and is_archive(Path(str(location)))
+
+
+def up_command(saved: dict[str, Any], folder: str) -> str:
+    """The command that applies the planned migrations to the data the recommendations were made from: an
+    archive is unpacked into a dump folder first (migrations write; an archive is read-only)."""
+    source = saved.get("source") if isinstance(saved.get("source"), dict) else {}
+    location, database = source.get("location"), source.get("database")
+    if source.get("kind") != "dump" or not location:
+        return f"mongopat migrate up --uri <uri> --dir {folder}"
+    if _archive(location):
+        return f"mongopat unpack {location} --to dump && mongopat migrate up --dump dump/{database} --dir {folder}"
+    return f"mongopat migrate up --dump {location} --dir {folder}"
+
+
+def unpack(archive: str, to: str, database: str | None = None) -> dict[str, Any]:
+    """A mongodump archive written out as a dump folder (``unpack_version`` 1)."""
+    from mongopat.sources.unpack import unpack_archive
+
+    return {
+        "unpack_version": 1,
+        "archive": archive,
+        "databases": [
+            {"database": u.database, "folder": str(u.folder), "collections": u.collections, "notes": u.skipped}
+            for u in unpack_archive(Path(archive), Path(to), database)
+        ],
+    }
 
 
 def guide_command(saved: dict[str, Any], folder: str) -> str:
@@ -679,11 +712,19 @@ def migrate_guide(
     states = None
     if has_source and not every and not ids:
         assert spec is not None
-        states = {row["id"]: row["state"] for row in migrate_status(spec, folder)}
+        states = _states_of(spec, folder, notes)
     elif not every and not ids:
         notes.append("no target to tell applied migrations from pending ones: every migration is described")
     chosen = set(_chosen(migrations, ids, states, "pending"))
     return guide_document([g for g in guides if g.migration.id in chosen], notes)
+
+
+def _states_of(spec: SourceSpec, folder: str, notes: list[str]) -> dict[str, str] | None:
+    """The migrations' states on the target; None for an archive (read-only: no changelog), said in ``notes``."""
+    if spec.dump and _archive(spec.dump):
+        notes.append("an archive holds no changelog: every migration is described as pending")
+        return None
+    return {row["id"]: row["state"] for row in migrate_status(spec, folder)}
 
 
 def migrate_guide_check(
@@ -821,7 +862,11 @@ def check(
     checks["recommendations"]["ran"] = True
 
     folder = migrations_dir or "migrations"
-    if has_source and Path(folder).is_dir():
+    if has_source and spec is not None and spec.dump and _archive(spec.dump):
+        checks["migrations"]["note"] = (
+            "an archive holds no changelog: migrations are checked on a server or dump folder"
+        )
+    elif has_source and Path(folder).is_dir():
         assert spec is not None
         findings.extend(migration_findings(migrate_status(spec, folder), folder))
         checks["migrations"]["ran"] = True

@@ -23,7 +23,7 @@ def print_plan(result: dict[str, Any], out: Any) -> None:
         out.print("nothing to plan", markup=False)
         return
     if result["written"]:
-        out.print(f"review the files, commit them, then: mongopat migrate up --dir {result['folder']}", markup=False)
+        out.print(f"review the files, commit them, then: {result['up']}", markup=False, soft_wrap=True)
     guide = f"what the application must change (reads and writes rewritten): {result['guide']}"
     out.print(guide, markup=False, soft_wrap=True)
 

@@ -39,6 +39,7 @@ class ArchivedCollection:
     name: str
     kind: str  # "collection", "view", "timeseries"
     metadata: dict[str, Any] = field(default_factory=dict)
+    metadata_text: str = ""  # as mongodump wrote it (what its .metadata.json file holds)
 
 
 def is_archive(path: Path) -> bool:
@@ -128,6 +129,7 @@ def _prelude(reader: _Reader) -> list[ArchivedCollection]:
                 str(document.get("collection", "")),
                 str(document.get("type") or "collection"),
                 metadata if isinstance(metadata, dict) else {},
+                text if isinstance(text, str) else "",
             )
         )
 
@@ -136,6 +138,31 @@ def read_prelude(path: Path) -> list[ArchivedCollection]:
     """The collections an archive holds (reads only the start of the file)."""
     with open_sniffed(path) as handle:
         return _prelude(_start(path, handle))
+
+
+def all_records(path: Path) -> Iterator[tuple[str, str, bytes]]:
+    """``(database, collection, raw BSON)`` of every document of the archive, in the archive's order (one
+    pass, whatever the interleaving)."""
+    with open_sniffed(path) as handle:
+        reader = _start(path, handle)
+        _prelude(reader)
+        while True:
+            item = reader.next()
+            if item is None:
+                return
+            offset, raw = item
+            if raw is None:
+                raise InputError(f"{path}: unexpected terminator at byte {offset} of the archive")
+            header = reader.document(raw, offset)
+            database, collection = str(header.get("db", "")), str(header.get("collection", ""))
+            while True:
+                item = reader.next()
+                if item is None:
+                    raise InputError(f"{path}: truncated archive (a block of {collection!r} is not closed)")
+                _offset, raw = item
+                if raw is None:
+                    break
+                yield database, collection, raw
 
 
 def archive_records(path: Path, database: str, collection: str) -> Iterator[tuple[int, bytes]]:

@@ -122,7 +122,10 @@ def resolve_dump_folder(path: Path, database: str | None) -> tuple[Path, str]:
     if not path.exists():
         raise SourceError(f"dump folder not found: {path}")
     if not path.is_dir():
-        hint = "a mongodump --archive file is a read-only source: analyze, recommend, check and access draft read it"
+        hint = (
+            f"a mongodump --archive file is read-only here: 'mongopat unpack {path} --to dump' writes it out as a "
+            "dump folder to run migrations on"
+        )
         raise SourceError(f"--dump expects a folder here, got a file: {path}", hint=hint if is_archive(path) else None)
     try:
         if _has_collection_files(path):
