@@ -320,13 +320,23 @@ def _migrations_folder(folder: str) -> None:
         )
 
 
+def _dump_target(spec: SourceSpec) -> Any:
+    """The dump folder migrations run on, checked first (an archive is refused with how to unpack it)."""
+    from mongopat import api
+    from mongopat.sources.dump import resolve_dump_folder
+
+    resolve_dump_folder(Path(spec.dump or ""), spec.db)
+    return api.dump_folder(spec.dump or "", spec.db)
+
+
 def _dump_runner(spec: SourceSpec, folder: str, options: RunOptions | None = None) -> RunnerBase:
     from mongopat import api
 
-    _migrations_folder(folder)
     if spec.uri:
         raise InputError("give either --uri or --dump, not both")
-    return api.runner(api.dump_folder(spec.dump or "", spec.db), folder, **_option_values(options))
+    target = _dump_target(spec)
+    _migrations_folder(folder)
+    return api.runner(target, folder, **_option_values(options))
 
 
 def _server(spec: SourceSpec) -> Any:
@@ -357,12 +367,14 @@ def _migrations(spec: SourceSpec, folder: str, action: str, *args: Any, options:
 
     values = _option_values(options)
     api.run_options(**values)  # wrong options and files are reported before any connection attempt
-    _migrations_folder(folder)
-    migrations = api.load(folder)
     if spec.dump:
         if spec.uri:
             raise InputError("give either --uri or --dump, not both")
-        return getattr(api, action)(api.dump_folder(spec.dump, spec.db), migrations, *args, **values)
+        target = _dump_target(spec)
+        _migrations_folder(folder)
+        return getattr(api, action)(target, api.load(folder), *args, **values)
+    _migrations_folder(folder)
+    migrations = api.load(folder)
     with _server(spec) as source:
         return getattr(api, action)(source.writable_db(), migrations, *args, **values)
 

@@ -93,3 +93,30 @@ def test_a_command_that_writes_says_how_to_unpack_an_archive(command, tmp_path):
     archive = str(REAL / "sample_supplies.archive.gz")
     code, output = invoke(*command, "--dump", archive, "--dir", str(tmp_path / "migrations"))
     assert code == 2 and f"mongopat unpack {archive} --to dump" in " ".join(output.split()), output
+
+
+def test_a_proof_the_embedded_engine_cannot_run_says_so_instead_of_failing(tmp_path, monkeypatch, mongo):
+    """The sales list sums Decimal128 prices: the embedded engine cannot multiply them, today's read as much
+    as the rewritten one. ``guide --check`` says the read needs a server instead of reporting differences;
+    with a server (``--scratch-uri``) the read is proven."""
+    monkeypatch.chdir(tmp_path)
+    archive, access = str(REAL / "sample_supplies.archive.gz"), str(REAL / "supplies.access.yaml")
+    assert invoke("unpack", archive, "--to", "dump")[0] == 0
+    assert (
+        invoke("recommend", "--dump", "dump/sample_supplies", "--access", access, "-f", "json", "-o", "r.json")[0] == 0
+    )
+    assert invoke("migrate", "plan", "--from", "r.json", "--dir", "migrations", "--only", "MP104", "--yes")[0] == 0
+    assert invoke("migrate", "up", "--dump", "dump/sample_supplies", "--dir", "migrations", "--yes")[0] == 0
+    scratch = ["--scratch-uri", mongo.uri] if mongo.real else []
+    code, output = invoke(
+        "migrate", "guide", "--check", "--dir", "migrations", "--access", access, "--dump", "dump/sample_supplies",
+        "--samples", "2", *scratch, "-f", "json",
+    )  # fmt: skip
+    assert code == 0, output
+    [checked] = json.loads(output)["migrations"]
+    assert checked["differences"] == []
+    unproven = [note for note in checked["skipped"] if "not proven here" in note]
+    if mongo.real:
+        assert not unproven and checked["reads_compared"] > 0
+    else:
+        assert unproven and "--scratch-uri" in unproven[0] and "sales_list" in unproven[0]

@@ -125,7 +125,7 @@ def test_a_collection_file_that_disappears_gets_a_clear_error_and_nothing_else_c
     shutil.move(data / "orders.json", tmp_path / "orders.json")  # gone between plan and up
     before = every_file(data)
     result = up(data, migrations)
-    assert result.exit_code == 1, result.output  # a migration that failed
+    assert result.exit_code == 2, result.output  # the migration names a collection the data lacks: input
     assert "collection 'orders' not found" in result.output and str(data) in result.output, result.output
     assert {k: v for k, v in every_file(data).items() if not k.startswith("mongopat_")} == {
         k: v for k, v in before.items() if not k.startswith("mongopat_")

@@ -116,11 +116,18 @@ def sample_documents(
 ) -> list[dict[str, Any]]:
     """Up to ``count`` documents picked at random among those matching ``where``."""
     where = where or {}
-    total = db[collection].count_documents(where)
-    if not total:
+    # The _ids once, then the picks by _id: a skip per pick costs a sort of the collection each (on the
+    # embedded engine, a copy of every document too).
+    ids = sorted((doc["_id"] for doc in db[collection].find(where, {"_id": 1})), key=_id_order)
+    if not ids:
         return []
-    picks = sorted(rng.sample(range(total), min(count, total)))
-    return [doc for skip in picks for doc in db[collection].find(where).sort("_id", 1).skip(skip).limit(1)]
+    picks = [ids[i] for i in sorted(rng.sample(range(len(ids)), min(count, len(ids))))]
+    return [doc for _id in picks for doc in db[collection].find({"_id": _id}).limit(1)]
+
+
+def _id_order(value: Any) -> tuple[int, Any]:
+    """``_id`` values in one order whatever their types (a number, a string, an ObjectId...)."""
+    return (0, value) if isinstance(value, (int, float)) and not isinstance(value, bool) else (1, str(value))
 
 
 def binding_filter(plan: ReadPlan) -> dict[str, Any]:
@@ -237,6 +244,15 @@ def _compare_read(
         before_pipeline = bind(relax(read.before.pipeline(), unbound), values)
         after_pipeline = bind(relax(read.after.pipeline(), unbound), values)
         before = list(before_db[read.before.collection].aggregate(before_pipeline))
+    except Exception as exc:  # noqa: BLE001 - today's read, which the migration did not write
+        # The database the proof runs on cannot run the read as the application runs it today (the embedded
+        # engine lacks Decimal128 arithmetic, for one): nothing is proven either way.
+        note = f"read {read.name}: not proven here, today's read fails on this database ({_first_line(exc)}); "
+        note += "prove it on a server: --scratch-uri"
+        if note not in (result.skipped or []):
+            (result.skipped if result.skipped is not None else []).append(note)
+        return
+    try:
         rewritten = list(after_db[read.after.collection].aggregate(after_pipeline))
     except Exception as exc:  # a pipeline the server refuses is a difference, reported with its message
         result.differences.append(Difference(migration, "read", read.name, f"the pipeline failed: {exc}", values))

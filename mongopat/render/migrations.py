@@ -232,8 +232,13 @@ def print_guide_check(result: dict[str, Any], out: Any) -> None:
             f"{migration['writes_applied']} writes applied"
         )
         state = "ok" if not migration["differences"] else f"{len(migration['differences'])} difference(s)"
+        unproven = [note for note in migration.get("skipped") or [] if "not proven here" in note]
+        if unproven:
+            state += f" ({len(unproven)} read(s) not proven on this database)"
         out.print(f"{migration['id']}: {state}: {figures}", markup=False)
         for difference in migration["differences"]:
             out.print(f"  {difference['kind']} {difference['name']}: {difference['message']}", markup=False)
+        for note in migration.get("skipped") or []:
+            out.print(f"  {note}", markup=False, soft_wrap=True, style="dim")
     if not result["migrations"]:
         out.print("no applied migration to check", markup=False)
