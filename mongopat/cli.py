@@ -334,16 +334,22 @@ def recommend(
     run(body, source.uri)
 
 
-@app.command(name="rules", epilog="Examples:\n\n  mongopat rules\n\n  mongopat rules --format json")
+@app.command(
+    name="rules", epilog="Examples:\n\n  mongopat rules\n\n  mongopat rules MP101\n\n  mongopat rules --format json"
+)
 def list_rules(
+    rule: Annotated[str | None, typer.Argument(help="One rule, by code or name: its description in full.")] = None,
     format: FormatOption = "table",
 ) -> None:
-    """List the detectors: code, name, kind, thresholds and what each looks for."""
+    """List the detectors: code, name, kind and title; one rule with its thresholds and what it looks for."""
 
-    from mongopat.render.rules import print_rules
+    from mongopat.render.rules import print_rule, print_rules
 
     def body() -> int:
-        Output(format, as_json=lambda rules: {"rules": rules}, table=print_rules).show(command.list_rules())
+        rules = command.list_rules()
+        if rule is not None:
+            rules = command.find_rules(rule)
+        Output(format, as_json=lambda found: {"rules": found}, table=print_rule if rule else print_rules).show(rules)
         return 0
 
     run(body)

@@ -196,6 +196,17 @@ def list_rules() -> list[dict[str, Any]]:
     ]
 
 
+def find_rules(name: str) -> list[dict[str, Any]]:
+    """The rule with this code or name (case aside), as :func:`list_rules` gives it."""
+    rules = list_rules()
+    found = [r for r in rules if name.lower() in (r["code"].lower(), r["name"].lower())]
+    if not found:
+        close = difflib.get_close_matches(name, [r["code"] for r in rules] + [r["name"] for r in rules], n=1)
+        raise InputError(f"unknown rule {name!r}" + (f" (did you mean {close[0]}?)" if close else ""),
+                         hint="mongopat rules lists them")  # fmt: skip
+    return found
+
+
 def validate_thresholds(thresholds: dict[str, dict[str, float]]) -> None:
     from mongopat.rules import registry
 

@@ -177,3 +177,17 @@ def test_rules_listing():
         "approximation",
     }
     assert all(r["description"] for r in rules)
+
+
+def test_one_rule_in_full_by_code_or_name():
+    listed = runner.invoke(app, ["rules"], env={"COLUMNS": "80"})
+    assert listed.exit_code == 0 and "MP210" in listed.output and "mongopat rules MP101" in listed.output
+    assert max(len(line) for line in listed.output.splitlines()) <= 80
+    for name in ("MP210", "missing_index", "mp210"):
+        one = runner.invoke(app, ["rules", name], env={"COLUMNS": "80"})
+        assert one.exit_code == 0 and one.output.startswith("MP210 missing_index"), one.output
+        assert "threshold min_ratio = 10" in one.output and "``" not in one.output
+    as_json = json.loads(runner.invoke(app, ["rules", "MP211", "-f", "json"]).stdout)["rules"]
+    assert [r["code"] for r in as_json] == ["MP211"]
+    unknown = runner.invoke(app, ["rules", "MP999"])
+    assert unknown.exit_code == 2 and "did you mean" in unknown.output

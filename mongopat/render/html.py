@@ -361,6 +361,8 @@ def _plain(value: Any) -> str:
         from mongopat.render.recommendations import read_line
 
         return "; ".join(read_line(item) for item in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, (dict, list)):
         return json.dumps(value, default=str)
     if isinstance(value, float):

@@ -42,12 +42,23 @@ def print_status(rows: list[dict[str, Any]], out: Any) -> None:
             row["id"],
             state,
             row["description"],
-            str(row["applied_at"] or ""),
-            str(row["read"] or ""),
-            str(row["written"] or ""),
-            str(row["duration_s"] or ""),
+            _when(row["applied_at"]),
+            "" if row["read"] is None else f"{row['read']:,}",
+            "" if row["written"] is None else f"{row['written']:,}",
+            "" if row["duration_s"] is None else f"{row['duration_s']:,.2f}",
         )
     out.print(table)
+
+
+def _when(value: Any) -> str:
+    """A changelog time (UTC, naive as pymongo reads it) with its zone, to the second."""
+    import datetime
+
+    if isinstance(value, datetime.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if isinstance(value, str) and value:
+        return value.replace("T", " ")[:19] + " UTC"
+    return ""
 
 
 def print_up(results: list[dict[str, Any]], out: Any) -> None:

@@ -20,6 +20,8 @@ def _where(rec: dict[str, Any]) -> str:
 def _value(value: Any) -> str:
     if isinstance(value, list) and value and all(isinstance(item, dict) and "shape" in item for item in value):
         return "\n".join(read_line(item) for item in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:,.4g}"
     if isinstance(value, int) and not isinstance(value, bool):

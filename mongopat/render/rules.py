@@ -5,13 +5,34 @@ from __future__ import annotations
 from typing import Any
 
 
+def _threshold(value: float) -> str:
+    return f"{value:,.0f}" if value >= 1000 else f"{value:g}"
+
+
+def _plain(text: str) -> str:
+    """A docstring for people: ``code`` marks become plain quotes."""
+    return text.replace("``", "'")
+
+
 def print_rules(rules: list[dict[str, Any]], out: Any) -> None:
     from rich.table import Table
 
     table = Table(header_style="bold")
-    for column in ("code", "name", "kind", "thresholds", "what it looks for"):
-        table.add_column(column)
+    for column in ("code", "name", "kind", "title"):
+        table.add_column(column, no_wrap=column != "title")
     for r in rules:
-        thresholds = ", ".join(f"{k}={v:,.0f}" if v >= 1000 else f"{k}={v:g}" for k, v in r["thresholds"].items())
-        table.add_row(r["code"], r["name"], r["kind"], thresholds, r["description"])
+        table.add_row(r["code"], r["name"], r["kind"], r["title"])
     out.print(table)
+    out.print("One rule, its thresholds and what it looks for: mongopat rules MP101", markup=False, style="dim")
+
+
+def print_rule(rules: list[dict[str, Any]], out: Any) -> None:
+    for r in rules:
+        out.print(f"{r['code']} {r['name']} ({r['kind']}): {r['title']}", markup=False, style="bold")
+        out.print(_plain(r["description"]), markup=False)
+        for key, value in r["thresholds"].items():
+            out.print(f"  threshold {key} = {_threshold(value)}", markup=False)
+        if r["thresholds"]:
+            out.print(
+                f"  override: --threshold {r['code']}.KEY=NUMBER, or thresholds: in the access file", markup=False
+            )
