@@ -381,6 +381,7 @@ def access_draft(
         int | None, typer.Option("--sample", help="Documents to read per collection for insert rates.")
     ] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the YAML here instead of stdout.")] = None,
+    collection: CollectionOption = None,
     format: Annotated[
         str, typer.Option("--format", "-f", help="yaml (the file) or json (the file and the evidence).")
     ] = "yaml",
@@ -399,7 +400,7 @@ def access_draft(
         total = sum(os.path.getsize(p) for p in log or [] if os.path.exists(p))
         progress, update = byte_bar(State.progress_console() if log else None, "reading logs", total)
         with progress or contextlib.nullcontext():
-            draft = command.draft_access(source, log, top_interval, sample, update if progress else None)
+            draft = command.draft_access(source, log, top_interval, sample, update if progress else None, collection)
         text = to_yaml(draft)
         if output:
             write_text(output, text)
@@ -547,7 +548,8 @@ def demo(
         return run_demo(
             Path(folder),
             lambda text: console.print(text, markup=False, highlight=False),
-            lambda text: console.print(f"$ {text}", markup=False, style="bold cyan"),
+            # A command is never broken across lines: copied from the terminal, it must run as printed.
+            lambda text: console.print(f"$ {text}", markup=False, style="bold cyan", soft_wrap=True),
         )
 
     run(body)

@@ -68,7 +68,18 @@ LockTimeoutOption = Annotated[
     float, typer.Option("--lock-timeout", help="Seconds to wait for another run's lock.", min=0)
 ]
 
+NoColorOption = Annotated[bool, typer.Option("--no-color", help="No colours (NO_COLOR is honoured too).")]
+
 _KW = inspect.Parameter.KEYWORD_ONLY
+
+
+def _spec(options: dict[str, Any], **fixed: Any) -> SourceSpec:
+    """The source from its options; ``--no-color`` given after the command applies to this run's output."""
+    from mongopat.cli_output import State
+
+    asked = bool(options.pop("no_color", False))
+    State.no_color = State.no_color or asked
+    return SourceSpec(**options, **fixed)
 
 
 def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
@@ -116,20 +127,21 @@ def reads_source(
         _option("timeout_ms", TimeoutOption, DEFAULT_TIMEOUT_MS),
         _option("max_time_ms", MaxTimeOption, DEFAULT_MAX_TIME_MS),
         _option("read_preference", ReadPrefOption, read_preference),
+        _option("no_color", NoColorOption, False),
     ]
     if seed:
         last.insert(0, _option("seed", SeedOption, 0))
-    return _with_group("source", first, last, lambda options: SourceSpec(**options))
+    return _with_group("source", first, last, _spec)
 
 
 def migrates() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The deployment or dump folder a migration command runs against: ``--uri``, ``--db``, ``--dump``
     (first) and ``--timeout-ms`` (last); it reads and writes the primary."""
     first = [_option("uri", MigrateUriOption, None), _option("db", DbOption, None), _option("dump", DumpOption, None)]
-    last = [_option("timeout_ms", TimeoutOption, DEFAULT_TIMEOUT_MS)]
+    last = [_option("timeout_ms", TimeoutOption, DEFAULT_TIMEOUT_MS), _option("no_color", NoColorOption, False)]
     return _with_group(
         "target",
         first,
         last,
-        lambda options: SourceSpec(**options, max_time_ms=DEFAULT_MAX_TIME_MS, read_preference="primary"),
+        lambda options: _spec(options, max_time_ms=DEFAULT_MAX_TIME_MS, read_preference="primary"),
     )

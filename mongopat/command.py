@@ -249,8 +249,10 @@ def draft_access(
     top_interval: float = 10.0,
     sample_size: int | None = None,
     log_progress: Callable[[int], None] | None = None,
+    collections: list[str] | None = None,
 ) -> Draft:
-    """Draft an access-pattern file from logs, ``top``, ``$queryStats``, the profiler and the data itself.
+    """Draft an access-pattern file from logs, ``top``, ``$queryStats``, the profiler and the data itself
+    (``collections``: only those).
 
     Reads only; every source is optional and what could not be used is reported in the draft's statuses.
     """
@@ -291,7 +293,7 @@ def draft_access(
             if isinstance(source, MongoSource):
                 server = probe_server(source.client, database, top_interval)
                 statuses.extend(server.statuses)
-            report = analyze_source(source, None, AnalyzeOptions(sample_size=sample_size))
+            report = analyze_source(source, collections, AnalyzeOptions(sample_size=sample_size))
         known = [c["name"] for c in report["collections"]]
         for collection in report["collections"]:
             for reference in collection["references"]:  # best match first
@@ -318,7 +320,10 @@ def draft_access(
         )
     if log_scan is not None:
         log_scan.observations = {key: value for key, value in log_scan.observations.items() if key[0] == database}
-    return build_draft(database, server, log_scan, data_rates, statuses, known, references)
+    draft = build_draft(database, server, log_scan, data_rates, statuses, known, references)
+    if collections:
+        draft.collections = {name: entry for name, entry in draft.collections.items() if name in collections}
+    return draft
 
 
 def _migrations_folder(folder: str) -> None:
