@@ -30,10 +30,11 @@ class State:
 
     @classmethod
     def stdout(cls) -> Console:
-        # Piped or captured output gets a width that fits the tables (rich would assume 80 columns).
+        # A terminal gives its width; piped or captured output is 80 columns, the convention of terminal
+        # tools, unless COLUMNS says otherwise (COLUMNS=200 mongopat ... > out.txt for wide tables).
         from rich.console import Console
 
-        width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "120"))
+        width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "80"))
         return Console(no_color=cls.no_color, highlight=False, soft_wrap=False, width=width)
 
     @classmethod

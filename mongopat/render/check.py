@@ -15,7 +15,12 @@ def print_check(result: dict[str, Any], out: Any) -> None:
         f"{summary['waived']} waived)"
     )
     for name, ran in result["checks"].items():
-        out.print(f"  {name}: " + ("checked" if ran["ran"] else f"skipped ({ran['note']})"), markup=False, style="dim")
+        out.print(
+            f"  {name}: " + ("checked" if ran["ran"] else f"skipped ({ran['note']})"),
+            markup=False,
+            style="dim",
+            soft_wrap=True,
+        )
     if result["findings"]:
         table = Table(header_style="bold")
         for column in ("severity", "id", "check", "where", "message"):
@@ -26,4 +31,4 @@ def print_check(result: dict[str, Any], out: Any) -> None:
             table.add_row(severity, finding.id, finding.check, where, finding.message[:160])
         out.print(table)
     for note in result["notes"]:
-        out.print(f"note: {note}", markup=False, style="dim")
+        out.print(f"note: {note}", markup=False, style="dim", soft_wrap=True)

@@ -18,7 +18,7 @@ def print_plan(result: dict[str, Any], out: Any) -> None:
             markup=False,
         )
     for note in result["notes"]:
-        out.print(f"skipped: {note}", markup=False, style="dim")
+        out.print(f"skipped: {note}", markup=False, style="dim", soft_wrap=True)
     if not result["files"]:
         out.print("nothing to plan", markup=False)
         return
@@ -92,7 +92,7 @@ def print_down(reverted: list[str], out: Any) -> None:
 
 def print_verify(results: dict[str, list[str]], out: Any) -> None:
     for migration, problems in results.items():
-        out.print(f"{migration}: " + ("ok" if not problems else "; ".join(problems)), markup=False)
+        out.print(f"{migration}: " + ("ok" if not problems else "; ".join(problems)), markup=False, soft_wrap=True)
     if not results:
         out.print("no applied migration to verify", markup=False)
 
@@ -104,15 +104,17 @@ def print_predictions(found: dict[str, list[Any]], out: Any) -> None:
     for migration, differences in found.items():
         off = [d for d in differences if d["beyond_tolerance"]]
         verdict = f"{len(off)} figure(s) off by more than {TOLERANCE:.0%}" if off else "as predicted"
-        out.print(f"{migration}: prediction: {verdict}", markup=False)
+        out.print(f"{migration}: prediction: {verdict}", markup=False, soft_wrap=True)
         for difference in sorted(differences, key=lambda d: not d["beyond_tolerance"]):
-            out.print(f"  {describe(difference)}", markup=False)
+            out.print(f"  {describe(difference)}", markup=False, soft_wrap=True)
 
 
 def print_stamp(result: dict[str, Any], out: Any) -> None:
     if result["to"] == "base":
         forgotten = ", ".join(result["forgotten"]) or "nothing"
-        out.print(f"forgotten: {forgotten} ({result['backups_removed']} backup(s) removed)", markup=False)
+        out.print(
+            f"forgotten: {forgotten} ({result['backups_removed']} backup(s) removed)", markup=False, soft_wrap=True
+        )
         return
     for check in result["checks"]:
         count = check["old_shape"]
@@ -130,13 +132,13 @@ def print_repair(result: dict[str, Any], out: Any) -> None:
     """What ``repair`` did; the diff was shown before the question, so it is shown again only on a refusal."""
     migration_id = result["id"]
     if not result["changed"]:
-        out.print(f"{migration_id}: the file is the one applied; nothing to repair", markup=False)
+        out.print(f"{migration_id}: the file is the one applied; nothing to repair", markup=False, soft_wrap=True)
     elif result.get("refused"):
         if result.get("diff"):
             out.print(result["diff"], markup=False, highlight=False, end="")
         out.print(f"{migration_id}: not repaired: {result['refused']}", markup=False, soft_wrap=True)
     else:
-        out.print(f"{migration_id}: the edited file is now the one recorded as applied", markup=False)
+        out.print(f"{migration_id}: the edited file is now the one recorded as applied", markup=False, soft_wrap=True)
 
 
 def byte_count(count: int) -> str:
@@ -246,9 +248,11 @@ def print_guide_check(result: dict[str, Any], out: Any) -> None:
         unproven = [note for note in migration.get("skipped") or [] if "not proven here" in note]
         if unproven:
             state += f" ({len(unproven)} read(s) not proven on this database)"
-        out.print(f"{migration['id']}: {state}: {figures}", markup=False)
+        out.print(f"{migration['id']}: {state}: {figures}", markup=False, soft_wrap=True)
         for difference in migration["differences"]:
-            out.print(f"  {difference['kind']} {difference['name']}: {difference['message']}", markup=False)
+            out.print(
+                f"  {difference['kind']} {difference['name']}: {difference['message']}", markup=False, soft_wrap=True
+            )
         for note in migration.get("skipped") or []:
             out.print(f"  {note}", markup=False, soft_wrap=True, style="dim")
     if not result["migrations"]:

@@ -28,10 +28,10 @@ def print_rules(rules: list[dict[str, Any]], out: Any) -> None:
 
 def print_rule(rules: list[dict[str, Any]], out: Any) -> None:
     for r in rules:
-        out.print(f"{r['code']} {r['name']} ({r['kind']}): {r['title']}", markup=False, style="bold")
+        out.print(f"{r['code']} {r['name']} ({r['kind']}): {r['title']}", markup=False, style="bold", soft_wrap=True)
         out.print(_plain(r["description"]), markup=False)
         for key, value in r["thresholds"].items():
-            out.print(f"  threshold {key} = {_threshold(value)}", markup=False)
+            out.print(f"  threshold {key} = {_threshold(value)}", markup=False, soft_wrap=True)
         if r["thresholds"]:
             out.print(
                 f"  override: --threshold {r['code']}.KEY=NUMBER, or thresholds: in the access file", markup=False
