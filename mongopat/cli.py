@@ -547,8 +547,8 @@ def demo(
         console = State.stdout()
         return run_demo(
             Path(folder),
-            lambda text: console.print(text, markup=False, highlight=False),
-            # A command is never broken across lines: copied from the terminal, it must run as printed.
+            # Never broken across lines: a command the demo prints, alone or in a sentence, runs as copied.
+            lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True),
             lambda text: console.print(f"$ {text}", markup=False, style="bold cyan", soft_wrap=True),
         )
 
