@@ -106,6 +106,11 @@ def down(target: Any, migrations: Migrations, to: str | None = None, **options: 
     return runner(target, migrations, **options).down(to)
 
 
+def down_plan(target: Any, migrations: Migrations, to: str | None = None) -> list[dict[str, Any]]:
+    """What :func:`down` would revert, changing nothing: migrations newest first with their steps."""
+    return runner(target, migrations).down_plan(to)
+
+
 def verify(target: Any, migrations: Migrations, migration_id: str | None = None) -> dict[str, list[str]]:
     """Re-check applied migrations: ``{id: [problems]}`` (documents in the old shape are not problems: see
     :func:`status`)."""

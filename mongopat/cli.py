@@ -776,6 +776,8 @@ def migrate_down(
     to: Annotated[str | None, typer.Option("--to", help="Revert every migration after this id; base: all.")] = None,
     batch_size: BatchOption = 1000,
     lock_timeout: LockTimeoutOption = 30.0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be reverted; change nothing.")] = False,
+    format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
     yes: YesOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -785,12 +787,19 @@ def migrate_down(
     def body() -> int:
         from mongopat.migrate.runner import RunOptions
 
+        check_format(format, ("table", "json"))
+        if dry_run:
+            planned = command.migrate_down_plan(target, dir, to)
+            Output(format, as_json=lambda p: {"down_version": 1, "dry_run": True, "would_revert": p},
+                   table=printed.print_down_plan).show(planned)  # fmt: skip
+            return 0
         what = "every migration" if to == "base" else f"every migration after {to}" if to else "the last migration"
         if not confirm(f"Revert {what}?", yes):
             return 1
         with _step_bars(RunOptions(batch_size=batch_size, lock_timeout=lock_timeout)) as options:
             reverted = command.migrate_down(target, dir, to, options)
-        printed.print_down(reverted, Stdout())
+        Output(format, as_json=lambda r: {"down_version": 1, "dry_run": False, "reverted": r},
+               table=printed.print_down).show(reverted)  # fmt: skip
         return 0
 
     run(body, target.uri)

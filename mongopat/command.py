@@ -407,6 +407,11 @@ def migrate_up(
     return _migrations(spec, folder, "up", to, options=options)
 
 
+def migrate_down_plan(spec: SourceSpec, folder: str, to: str | None = None) -> list[dict[str, Any]]:
+    """What ``migrate down`` would revert (``--dry-run``): nothing is changed."""
+    return _migrations(spec, folder, "down_plan", to)
+
+
 def migrate_down(spec: SourceSpec, folder: str, to: str | None = None, options: RunOptions | None = None) -> list[str]:
     """Revert the last applied migration, or every one after ``to`` (``"base"``: all)."""
     return _migrations(spec, folder, "down", to, options=options)

@@ -111,3 +111,25 @@ def test_a_missing_migrations_folder_is_an_error(command, tmp_path):
         app, ["migrate", command[0], "--dump", str(data), "--dir", str(tmp_path / "nodir"), *command[1:]]
     )
     assert result.exit_code == 2 and "no migrations folder" in result.output, result.output
+
+
+def test_down_says_what_it_would_revert_and_speaks_json(tmp_path):
+    import json
+
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLES / "ecommerce" / "shop", data)
+    folder = tmp_path / "migrations"
+    migration(folder, "0001_flag", "{step: set_field, collection: orders, field: flag, value: 1}")
+    migration(folder, "0002_more", "{step: set_field, collection: customers, field: vip, value: false}")
+    target = ["--dump", str(data)]
+    assert up(target, folder).exit_code == 0
+    before = (data / "orders.json").read_bytes()
+    dry = runner.invoke(
+        app, ["migrate", "down", *target, "--dir", str(folder), "--to", "base", "--dry-run", "-f", "json"]
+    )
+    assert dry.exit_code == 0, dry.output
+    planned = json.loads(dry.stdout)
+    assert planned["dry_run"] and [m["id"] for m in planned["would_revert"]] == ["0002_more", "0001_flag"]
+    assert (data / "orders.json").read_bytes() == before and status(target, folder)["0001_flag"]["state"] == "applied"
+    done = runner.invoke(app, ["migrate", "down", *target, "--dir", str(folder), "--yes", "-f", "json"])
+    assert json.loads(done.stdout) == {"down_version": 1, "dry_run": False, "reverted": ["0002_more"]}

@@ -515,6 +515,23 @@ class RunnerBase:
 
     # -- down (every backend) ------------------------------------------------------------------
 
+    def down_plan(self, to: str | None = None) -> list[dict[str, Any]]:
+        """What :meth:`down` would revert, changing nothing: each migration newest first, with the steps
+        that ran, in the order they would be reverted."""
+        entries = self.changelog.all()
+        planned = []
+        for migration in reversed(self._down_targets(to)):
+            states = (entries.get(migration.id) or {}).get("steps") or []
+            steps = [
+                {"index": index, "step": step.name, "collection": step.collection}
+                for index, step in reversed(list(enumerate(migration.steps)))
+                if not (
+                    index < len(states) and states[index].get("state") == "pending" and not states[index].get("phase")
+                )
+            ]
+            planned.append({"id": migration.id, "steps": steps})
+        return planned
+
     def down(self, to: str | None = None) -> list[str]:
         """Revert the targets (see :meth:`_down_targets`) newest first, each step in reverse order."""
         targets = self._down_targets(to)

@@ -90,6 +90,14 @@ def print_down(reverted: list[str], out: Any) -> None:
     out.say("reverted: " + (", ".join(reverted) or "nothing"))
 
 
+def print_down_plan(planned: list[dict[str, Any]], out: Any) -> None:
+    if not planned:
+        out.say("nothing to revert")
+    for migration in planned:
+        steps = ", ".join(f"{s['step']} on {s['collection']}" for s in migration["steps"]) or "no step ran"
+        out.say(f"would revert {migration['id']}: {steps}")
+
+
 def print_verify(results: dict[str, list[str]], out: Any) -> None:
     for migration, problems in results.items():
         out.print(f"{migration}: " + ("ok" if not problems else "; ".join(problems)), markup=False, soft_wrap=True)
