@@ -185,6 +185,7 @@ def analyze(
         int | None,
         typer.Option(
             "--sample",
+            metavar="N",
             help="Documents to read per collection (server default 1000 with $sample; dumps: all).",
         ),
     ] = None,
@@ -201,7 +202,9 @@ def analyze(
             "--workers", help="Processes reading one large dump file in parallel (default: CPUs, max 4).", min=1
         ),
     ] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the JSON report to this file.")] = None,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", metavar="FILE", help="Write the JSON report to this file.")
+    ] = None,
     html: HtmlOption = None,
     json_schema: Annotated[
         str | None,
@@ -263,22 +266,29 @@ def analyze(
 @reads_source()
 def recommend(
     source: SourceSpec,
-    report: Annotated[str | None, typer.Option("--report", help="A report from 'mongopat analyze --output'.")] = None,
+    report: Annotated[
+        str | None, typer.Option("--report", metavar="FILE", help="A report from 'mongopat analyze --output'.")
+    ] = None,
     access: Annotated[
-        str | None, typer.Option("--access", "-a", help="Access-pattern YAML: what the application does.")
+        str | None,
+        typer.Option("--access", "-a", metavar="FILE", help="Access-pattern YAML: what the application does."),
     ] = None,
     threshold: Annotated[
         list[str] | None, typer.Option("--threshold", "-t", help="Override a rule threshold: RULE.KEY=NUMBER.")
     ] = None,
     rule: Annotated[list[str] | None, typer.Option("--rule", "-r", help="Run only this rule (code or name).")] = None,
     collection: CollectionOption = None,
-    sample: Annotated[int | None, typer.Option("--sample", help="Documents to read per collection.")] = None,
+    sample: Annotated[
+        int | None, typer.Option("--sample", metavar="N", help="Documents to read per collection.")
+    ] = None,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Also write the JSON result to this file.")
+        str | None, typer.Option("--output", "-o", metavar="FILE", help="Also write the JSON result to this file.")
     ] = None,
     html: HtmlOption = None,
     show_values: ShowValuesOption = False,
-    format: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
+    format: Annotated[
+        str, typer.Option("--format", "-f", metavar="table|json|markdown", help="table, json or markdown.")
+    ] = "table",
     explain: Annotated[
         bool,
         typer.Option(
@@ -378,12 +388,17 @@ def access_draft(
         float, typer.Option("--top-interval", help="Seconds between the two 'top' readings.", min=0.1)
     ] = 10.0,
     sample: Annotated[
-        int | None, typer.Option("--sample", help="Documents to read per collection for insert rates.")
+        int | None, typer.Option("--sample", metavar="N", help="Documents to read per collection for insert rates.")
     ] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the YAML here instead of stdout.")] = None,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", metavar="FILE", help="Write the YAML here instead of stdout.")
+    ] = None,
     collection: CollectionOption = None,
     format: Annotated[
-        str, typer.Option("--format", "-f", help="yaml (the file) or json (the file and the evidence).")
+        str,
+        typer.Option(
+            "--format", "-f", metavar="yaml|json", help="yaml (the file) or json (the file and the evidence)."
+        ),
     ] = "yaml",
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
@@ -438,9 +453,11 @@ def access_draft(
 def check(
     source: SourceSpec,
     collection: CollectionOption = None,
-    report: Annotated[str | None, typer.Option("--report", help="A saved report instead of a source.")] = None,
+    report: Annotated[
+        str | None, typer.Option("--report", metavar="FILE", help="A saved report instead of a source.")
+    ] = None,
     access: Annotated[
-        str | None, typer.Option("--access", "-a", help="Access-pattern file (its check: section too).")
+        str | None, typer.Option("--access", "-a", metavar="FILE", help="Access-pattern file (its check: section too).")
     ] = None,
     config: Annotated[
         str | None, typer.Option("--config", help="Check configuration (default: ./mongopat.yaml if present).")
@@ -458,9 +475,12 @@ def check(
     threshold: Annotated[
         list[str] | None, typer.Option("--threshold", "-t", help="Override a rule threshold: RULE.KEY=NUMBER.")
     ] = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="table, json, junit or sarif.")] = "table",
+    format: Annotated[
+        str, typer.Option("--format", "-f", metavar="table|json|junit|sarif", help="table, json, junit or sarif.")
+    ] = "table",
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Write the output to this file instead of stdout.")
+        str | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the output to this file instead of stdout."),
     ] = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -506,9 +526,11 @@ def check(
 )
 def unpack(
     archive: Annotated[str, typer.Argument(help="A mongodump --archive file (plain or --gzip).")],
-    to: Annotated[str, typer.Option("--to", help="Folder to write <database>/<collection>.bson into.")] = "dump",
+    to: Annotated[
+        str, typer.Option("--to", metavar="NAME", help="Folder to write <database>/<collection>.bson into.")
+    ] = "dump",
     db: DbOption = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    format: Annotated[str, typer.Option("--format", "-f", metavar="table|json", help="table or json.")] = "table",
 ) -> None:
     """Write a mongodump archive out as the dump folder mongodump would have written, to run migrations on."""
 
@@ -574,7 +596,9 @@ app.add_typer(migrate_app, name="migrate")
     ),
 )
 def migrate_plan(
-    from_: Annotated[str, typer.Option("--from", help="Recommendations from 'mongopat recommend --format json'.")],
+    from_: Annotated[
+        str, typer.Option("--from", metavar="FILE", help="Recommendations from 'mongopat recommend --format json'.")
+    ],
     dir: DirOption = "migrations",
     only: Annotated[
         list[str] | None, typer.Option("--only", help="Rule code, pattern or collection to plan (repeatable).")
@@ -684,7 +708,9 @@ def migrate_status(
 def migrate_up(
     target: SourceSpec,
     dir: DirOption = "migrations",
-    to: Annotated[str | None, typer.Option("--to", help="Apply up to and including this migration id.")] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", metavar="NAME", help="Apply up to and including this migration id.")
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Counts and before/after samples; writes nothing.")
     ] = False,
@@ -773,11 +799,13 @@ def migrate_up(
 def migrate_down(
     target: SourceSpec,
     dir: DirOption = "migrations",
-    to: Annotated[str | None, typer.Option("--to", help="Revert every migration after this id; base: all.")] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", metavar="NAME", help="Revert every migration after this id; base: all.")
+    ] = None,
     batch_size: BatchOption = 1000,
     lock_timeout: LockTimeoutOption = 30.0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be reverted; change nothing.")] = False,
-    format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    format: Annotated[str, typer.Option("--format", "-f", metavar="table|json", help="table or json.")] = "table",
     yes: YesOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -920,9 +948,12 @@ def migrate_rehearse(
     ids: Annotated[list[str] | None, typer.Argument(help="Migration ids; default: the pending ones.")] = None,
     dir: DirOption = "migrations",
     access: Annotated[
-        str | None, typer.Option("--access", "-a", help="Access-pattern file: the guide is checked too.")
+        str | None,
+        typer.Option("--access", "-a", metavar="FILE", help="Access-pattern file: the guide is checked too."),
     ] = None,
-    sample: Annotated[int, typer.Option("--sample", help="Documents copied per collection.", min=1)] = 10_000,
+    sample: Annotated[
+        int, typer.Option("--sample", metavar="N", help="Documents copied per collection.", min=1)
+    ] = 10_000,
     scratch_uri: Annotated[
         str | None,
         typer.Option("--scratch-uri", help="Rehearse on this deployment (default: the source's, scratch databases)."),
@@ -997,13 +1028,18 @@ def migrate_guide(
     ids: Annotated[list[str] | None, typer.Argument(help="Migration ids; default: the pending ones.")] = None,
     dir: DirOption = "migrations",
     access: Annotated[
-        str, typer.Option("--access", "-a", help="The access-pattern file: what the application does.")
+        str, typer.Option("--access", "-a", metavar="FILE", help="The access-pattern file: what the application does.")
     ] = "",
-    report: Annotated[str | None, typer.Option("--report", help="A saved report instead of a source.")] = None,
+    report: Annotated[
+        str | None, typer.Option("--report", metavar="FILE", help="A saved report instead of a source.")
+    ] = None,
     every: Annotated[bool, typer.Option("--all", help="Every migration, applied ones too.")] = False,
-    format: Annotated[str, typer.Option("--format", "-f", help="markdown or json.")] = "markdown",
+    format: Annotated[
+        str, typer.Option("--format", "-f", metavar="markdown|json", help="markdown or json.")
+    ] = "markdown",
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Write the guide to this file instead of stdout.")
+        str | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the guide to this file instead of stdout."),
     ] = None,
     check_: Annotated[
         bool,

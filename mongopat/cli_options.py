@@ -26,36 +26,54 @@ UriOption = Annotated[
         "--uri",
         envvar="MONGOPAT_URI",
         show_envvar=True,
+        metavar="URI",
         help="mongodb:// or mongodb+srv:// URI (mongomock:// for tests).",
     ),
 ]
 MigrateUriOption = Annotated[
     str | None,
-    typer.Option("--uri", envvar="MONGOPAT_URI", show_envvar=True, help="The deployment to migrate (mongodb://...)."),
+    typer.Option(
+        "--uri",
+        envvar="MONGOPAT_URI",
+        show_envvar=True,
+        metavar="URI",
+        help="The deployment to migrate (mongodb://...).",
+    ),
 ]
 DumpOption = Annotated[
     str | None,
     typer.Option(
         "--dump",
+        metavar="PATH",
         help="Folder of mongoexport .json and/or mongodump .bson files, or a mongodump --archive file (read-only: "
         "'mongopat unpack' writes it out as a folder): no server needed.",
     ),
 ]
-DbOption = Annotated[str | None, typer.Option("--db", help="Database name, when the URI or folder does not say.")]
+DbOption = Annotated[
+    str | None, typer.Option("--db", metavar="NAME", help="Database name, when the URI or folder does not say.")
+]
 CollectionOption = Annotated[
     list[str] | None,
-    typer.Option("--collection", "-c", help="Collection to read (repeatable); default: all."),
+    typer.Option("--collection", "-c", metavar="NAME", help="Collection to read (repeatable); default: all."),
 ]
-TimeoutOption = Annotated[int, typer.Option("--timeout-ms", help="How long to wait for an unreachable server.", min=1)]
-MaxTimeOption = Annotated[int, typer.Option("--max-time-ms", help="maxTimeMS sent with every server command.", min=1)]
+TimeoutOption = Annotated[
+    int, typer.Option("--timeout-ms", metavar="MS", help="How long to wait for an unreachable server.", min=1)
+]
+MaxTimeOption = Annotated[
+    int, typer.Option("--max-time-ms", metavar="MS", help="maxTimeMS sent with every server command.", min=1)
+]
 ReadPrefOption = Annotated[
     str,
-    typer.Option("--read-preference", help="primary, primaryPreferred, secondary, secondaryPreferred, nearest."),
+    typer.Option(
+        "--read-preference", metavar="MODE", help="primary, primaryPreferred, secondary, secondaryPreferred, nearest."
+    ),
 ]
-DirOption = Annotated[str, typer.Option("--dir", help="The migrations folder.")]
-SeedOption = Annotated[int, typer.Option("--seed", help="Random seed for sampling dump files.")]
-FormatOption = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
-HtmlOption = Annotated[str | None, typer.Option("--html", help="Also write a self-contained HTML report to this file.")]
+DirOption = Annotated[str, typer.Option("--dir", metavar="FOLDER", help="The migrations folder.")]
+SeedOption = Annotated[int, typer.Option("--seed", metavar="N", help="Random seed for sampling dump files.")]
+FormatOption = Annotated[str, typer.Option("--format", "-f", metavar="table|json", help="table or json.")]
+HtmlOption = Annotated[
+    str | None, typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report to this file.")
+]
 ShowValuesOption = Annotated[
     bool,
     typer.Option("--show-values", help="Show field values (top values, an example document) in HTML; off by default."),
@@ -63,9 +81,11 @@ ShowValuesOption = Annotated[
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors.")]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Notes on how each figure was obtained.")]
-BatchOption = Annotated[int, typer.Option("--batch-size", help="Documents per batch (one bulk write each).", min=1)]
+BatchOption = Annotated[
+    int, typer.Option("--batch-size", metavar="N", help="Documents per batch (one bulk write each).", min=1)
+]
 LockTimeoutOption = Annotated[
-    float, typer.Option("--lock-timeout", help="Seconds to wait for another run's lock.", min=0)
+    float, typer.Option("--lock-timeout", metavar="SECONDS", help="Seconds to wait for another run's lock.", min=0)
 ]
 
 NoColorOption = Annotated[bool, typer.Option("--no-color", help="No colours (NO_COLOR is honoured too).")]
