@@ -89,13 +89,6 @@ def secrets(uri: str) -> list[str]:
     return sorted((s for s in expanded if s), key=len, reverse=True)
 
 
-def uri_password(uri: str) -> str | None:
-    match = _USERINFO.match(uri)
-    if not match or not match.group("password"):
-        return None
-    return match.group("password")
-
-
 def scrub(text: str, uri: str | None) -> str:
     """Remove the URI's secrets (raw and percent-decoded) from any text, e.g. a driver's error message."""
     if not uri:

@@ -140,9 +140,10 @@ def read_prelude(path: Path) -> list[ArchivedCollection]:
         return _prelude(_start(path, handle))
 
 
-def all_records(path: Path) -> Iterator[tuple[str, str, bytes]]:
-    """``(database, collection, raw BSON)`` of every document of the archive, in the archive's order (one
-    pass, whatever the interleaving)."""
+def _records(path: Path) -> Iterator[tuple[dict[str, Any], int, bytes | None]]:
+    """Every document of the archive with the namespace header of its block, ``(header, offset in the
+    uncompressed stream, raw BSON)``, in the archive's order; a header that closes its collection
+    (``EOF``) comes as ``(header, offset, None)``."""
     with open_sniffed(path) as handle:
         reader = _start(path, handle)
         _prelude(reader)
@@ -154,34 +155,8 @@ def all_records(path: Path) -> Iterator[tuple[str, str, bytes]]:
             if raw is None:
                 raise InputError(f"{path}: unexpected terminator at byte {offset} of the archive")
             header = reader.document(raw, offset)
-            database, collection = str(header.get("db", "")), str(header.get("collection", ""))
-            while True:
-                item = reader.next()
-                if item is None:
-                    raise InputError(f"{path}: truncated archive (a block of {collection!r} is not closed)")
-                _offset, raw = item
-                if raw is None:
-                    break
-                yield database, collection, raw
-
-
-def archive_records(path: Path, database: str, collection: str) -> Iterator[tuple[int, bytes]]:
-    """``(offset in the uncompressed stream, raw BSON)`` of every document of one collection."""
-    with open_sniffed(path) as handle:
-        reader = _start(path, handle)
-        _prelude(reader)
-        while True:
-            item = reader.next()
-            if item is None:
-                return
-            offset, raw = item
-            if raw is None:
-                raise InputError(f"{path}: unexpected terminator at byte {offset} of the archive")
-            header = reader.document(raw, offset)
-            wanted = header.get("db") == database and header.get("collection") == collection
-            if header.get("EOF") and wanted:
-                # The collection is complete; the rest of the archive holds other collections only.
-                return
+            if header.get("EOF"):
+                yield header, offset, None
             while True:
                 item = reader.next()
                 if item is None:
@@ -190,5 +165,21 @@ def archive_records(path: Path, database: str, collection: str) -> Iterator[tupl
                 offset, raw = item
                 if raw is None:
                     break
-                if wanted:
-                    yield offset, raw
+                yield header, offset, raw
+
+
+def all_records(path: Path) -> Iterator[tuple[str, str, bytes]]:
+    """``(database, collection, raw BSON)`` of every document of the archive, in the archive's order (one
+    pass, whatever the interleaving)."""
+    for header, _offset, raw in _records(path):
+        if raw is not None:
+            yield str(header.get("db", "")), str(header.get("collection", "")), raw
+
+
+def archive_records(path: Path, database: str, collection: str) -> Iterator[tuple[int, bytes]]:
+    """``(offset in the uncompressed stream, raw BSON)`` of every document of one collection."""
+    for header, offset, raw in _records(path):
+        if header.get("db") == database and header.get("collection") == collection:
+            if raw is None:
+                return  # the collection is complete; the rest of the archive holds other collections only
+            yield offset, raw
