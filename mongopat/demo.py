@@ -60,9 +60,19 @@ def write_dataset(folder: Path) -> tuple[Path, Path]:
 
 
 def _dashboard_reads(data: Path, start: datetime.datetime | None = None) -> tuple[int, datetime.datetime | None]:
-    """Documents a dashboard reads for one sensor over one hour (readings, or buckets overlapping it)."""
+    """Documents a dashboard reads for one sensor over one hour: readings, or the buckets overlapping it (of a
+    time-series collection the readings moved to, which the server unpacks, or made by hand)."""
+    from mongopat.migrate.dump_folder.files import decoded_documents
     from mongopat.sources.dump import DumpSource
 
+    buckets = data / "system.buckets.readings_ts.bson"
+    if start is not None and buckets.exists():
+        end = start + datetime.timedelta(hours=1)
+        overlapping = (
+            b for b in decoded_documents(buckets)
+            if b.get("meta") == "sensor-00" and b["control"]["min"]["ts"] < end and b["control"]["max"]["ts"] >= start
+        )  # fmt: skip
+        return sum(1 for _ in overlapping), start
     count = 0
     for document, _ in DumpSource(data).documents("readings", None):
         if document.get("sensorId") != "sensor-00":
@@ -137,17 +147,17 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
         f"4. migrate plan wrote {len(files)} migration files to {migrations} (review them before applying in real life)."
     )
 
-    bucket = next((f for f in files if f.collection == "readings"), None)
-    if bucket is not None:
-        bucket_id = Path(bucket.path).stem
+    readings_migration = next((f for f in files if f.collection == "readings"), None)
+    if readings_migration is not None:
+        readings_id = Path(readings_migration.path).stem
         show(
-            f"mongopat migrate guide {bucket_id} --dir {q(migrations)} --access {q(str(access))} "
+            f"mongopat migrate guide {readings_id} --dir {q(migrations)} --access {q(str(access))} "
             f"--report {q(str(report_path))}"
         )
         from mongopat.render.guide import guide_markdown
 
-        guide = command.migrate_guide(migrations, str(access), report_path=str(report_path), ids=[bucket_id])
-        say(f"   migrate guide: what the application must change for {bucket_id} (markdown for its pull request):")
+        guide = command.migrate_guide(migrations, str(access), report_path=str(report_path), ids=[readings_id])
+        say(f"   migrate guide: what the application must change for {readings_id} (markdown for its pull request):")
         for line in guide_markdown(guide).splitlines():
             say(f"   | {line}")
 
@@ -160,7 +170,9 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
     for collection in after["collections"]:
         old = counts_before.get(collection["name"])
         if old is None:
-            say(f"   {collection['name']}: new collection with {collection['count']:,} documents")
+            held = collection.get("timeseries") or {}
+            kind = f" (a time-series collection: {held['buckets']:,} buckets)" if held.get("buckets") else ""
+            say(f"   {collection['name']}: new collection with {collection['count']:,} documents{kind}")
         elif old != collection["count"]:
             say(
                 f"   {collection['name']}: {old:,} -> {collection['count']:,} documents (p50 {collection['document_size']['p50']:,} B)"
@@ -168,11 +180,11 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
     slow_after, _ = _dashboard_reads(data, hour)
     say(f"   one sensor's hour of readings: {slow_before:,} documents to read before, {slow_after:,} after")
 
-    if bucket is not None:
+    if readings_migration is not None:
         show(
-            f"mongopat migrate guide --check {bucket_id} --dump {q(dump)} --dir {q(migrations)} --access {q(str(access))}"
+            f"mongopat migrate guide --check {readings_id} --dump {q(dump)} --dir {q(migrations)} --access {q(str(access))}"
         )
-        proof = command.migrate_guide_check(SourceSpec(dump=dump), migrations, str(access), [bucket_id])
+        proof = command.migrate_guide_check(SourceSpec(dump=dump), migrations, str(access), [readings_id])
         [checked] = proof["migrations"]
         verdict = "the same documents" if proof["ok"] else f"{len(checked['differences'])} difference(s)"
         say(

@@ -34,11 +34,23 @@ class Figures(TypedDict, total=False):
     p95_document_bytes: int | None
 
 
-class CollectionPrediction(TypedDict):
+class ScaledBy(TypedDict, total=False):
+    """For a collection a migration creates from another: the other collection and its documents when the
+    prediction was made. Where that collection holds another number when the migration runs (a rehearsal's
+    sample), documents and bytes scale with it (``linear``), or are not compared (buckets: a sample's hold
+    fewer readings each)."""
+
+    collection: str
+    documents: int
+    linear: bool
+
+
+class CollectionPrediction(TypedDict, total=False):
     collection: str
     before: Figures
     after: Figures
     basis: str
+    scaled_by: ScaledBy
 
 
 class ReadPrediction(TypedDict):
@@ -97,6 +109,15 @@ def differences(
         if actual is None:
             continue
         start = (measured_before or {}).get(name) or {}
+        factor = 1.0
+        scaled = entry.get("scaled_by")
+        if scaled:
+            then = ((measured_before or {}).get(scaled.get("collection", "")) or {}).get("documents")
+            was = scaled.get("documents")
+            if then is not None and was and then != was:
+                if not scaled.get("linear", True):
+                    continue
+                factor = then / was
         for figure in FIGURES:
             want, got = after.get(figure), actual.get(figure)
             if want is None or got is None:
@@ -104,6 +125,8 @@ def differences(
             then, was = start.get(figure), before.get(figure)
             if then is not None and was and then != was:
                 want = round(want * then / was)
+            elif factor != 1.0 and figure in ("documents", "data_bytes"):
+                want = round(want * factor)
             off = (got / want - 1) if want else (0.0 if got == 0 else 1.0)
             beyond = abs(got - want) > ABSOLUTE_FLOOR[figure] and abs(off) > TOLERANCE
             found.append(

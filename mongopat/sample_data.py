@@ -159,7 +159,7 @@ collections:
       - {name: sensor, filter: {_id: eq}, per_sec: 5}
 """
     return Scenario("iot", "iot", "sensor readings at a high insert rate", {"sensors": sensors, "readings": readings},
-                    access, expected=[("MP101", "readings")], healthy=["sensors"])  # fmt: skip
+                    access, expected=[("MP113", "readings")], healthy=["sensors"])  # fmt: skip
 
 
 def social() -> Scenario:

@@ -190,9 +190,13 @@ def write_archive(
     block: int = 3,
     indexes: dict[tuple[str, str], list[dict]] | None = None,
     views: list[tuple[str, str]] = (),
+    timeseries: dict[tuple[str, str], dict[str, Any]] | None = None,
 ) -> Path:
     """A ``mongodump --archive`` file: magic, prelude, then blocks of ``block`` documents that alternate
-    between the collections (as concurrent dumps interleave them), each collection closed by an EOF header."""
+    between the collections (as concurrent dumps interleave them), each collection closed by an EOF header.
+    A collection of ``timeseries`` (its options) is one of type timeseries: its documents are its buckets,
+    in blocks of ``system.buckets.<name>``."""
+    timeseries = timeseries or {}
     import gzip as gzip_module
     import struct
 
@@ -204,11 +208,14 @@ def write_archive(
         )
     )
     for (db, name), _docs in collections.items():
-        meta = {"indexes": [{"v": 2, "key": {"_id": 1}, "name": "_id_"}, *((indexes or {}).get((db, name), []))]}
+        meta: dict[str, Any] = {
+            "indexes": [{"v": 2, "key": {"_id": 1}, "name": "_id_"}, *((indexes or {}).get((db, name), []))]
+        }
+        kind = "collection"
+        if (db, name) in timeseries:
+            meta, kind = {"indexes": [], "options": {"timeseries": timeseries[(db, name)]}}, "timeseries"
         out.append(
-            bson.encode(
-                {"db": db, "collection": name, "metadata": json_util.dumps(meta), "size": 0, "type": "collection"}
-            )
+            bson.encode({"db": db, "collection": name, "metadata": json_util.dumps(meta), "size": 0, "type": kind})
         )
     for db, name in views:
         out.append(bson.encode({"db": db, "collection": name, "metadata": "{}", "size": 0, "type": "view"}))
@@ -219,13 +226,14 @@ def write_archive(
             docs = collections[key]
             start = cursors[key]
             chunk = docs[start : start + block]
+            namespace = f"system.buckets.{key[1]}" if key in timeseries else key[1]
             if chunk:
-                out.append(bson.encode({"db": key[0], "collection": key[1], "EOF": False, "CRC": 0}))
+                out.append(bson.encode({"db": key[0], "collection": namespace, "EOF": False, "CRC": 0}))
                 out.extend(bson.encode(doc) for doc in chunk)
                 out.append(terminator)
                 cursors[key] = start + block
             if cursors[key] >= len(docs):
-                out.append(bson.encode({"db": key[0], "collection": key[1], "EOF": True, "CRC": 0}))
+                out.append(bson.encode({"db": key[0], "collection": namespace, "EOF": True, "CRC": 0}))
                 out.append(terminator)
                 del cursors[key]
     data = b"".join(out)

@@ -410,3 +410,62 @@ def test_an_equality_on_an_array_field_leads_a_compound_index(mongo):
     )  # fmt: skip
     summary = summarise(raw)
     assert summary.index == "tags_1_v_-1_y_1" and not summary.sort_in_memory
+
+
+# -- time-series collections (the timeseries step) -------------------------------------------------------------
+
+NO_TIMESERIES = "create_collection('t', timeseries={'timeField': 'ts'}): NotImplementedError"
+
+
+def _timeseries(mongo: Any) -> Any:
+    mongo.db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m", "granularity": "minutes"})
+    mongo.db.ts.insert_many([{"t": datetime.datetime(2026, 1, 1, 0, i), "m": "a", "v": i} for i in range(10)])
+    return mongo.db.ts
+
+
+@pytest.mark.diverges("mongomock", NO_TIMESERIES)
+@pytest.mark.diverges("secantusdb", "list_collections() after create(timeseries=...): type 'collection'")
+def test_a_time_series_collection_is_listed_as_one(mongo):
+    """listCollections gives a time-series collection type ``timeseries`` and its options (5.0+)."""
+    _timeseries(mongo)
+    [entry] = [c for c in mongo.db.list_collections() if c["name"] == "ts"]
+    assert entry["type"] == "timeseries" and entry["options"]["timeseries"]["timeField"] == "t"
+
+
+@pytest.mark.diverges("mongomock", NO_TIMESERIES)
+def test_a_time_series_collection_reads_back_its_readings(mongo):
+    """Inserted readings read back as they were inserted (the server unpacks its buckets)."""
+    ts = _timeseries(mongo)
+    assert [d["v"] for d in ts.find({"m": "a"}, sort=[("t", 1)])] == list(range(10))
+
+
+@pytest.mark.diverges("mongomock", NO_TIMESERIES)
+@pytest.mark.diverges("secantusdb", "renameCollection of a time-series collection succeeds (and drops its options)")
+def test_a_time_series_collection_cannot_be_renamed(mongo):
+    """So the timeseries step copies readings into a collection of a new name."""
+    from pymongo.errors import OperationFailure
+
+    ts = _timeseries(mongo)
+    with pytest.raises(OperationFailure):
+        ts.rename("ts2")
+
+
+@pytest.mark.diverges("mongomock", NO_TIMESERIES)
+@pytest.mark.diverges("secantusdb", "aggregate [{$merge: {into: <a time-series collection>}}] succeeds")
+def test_merge_cannot_write_into_a_time_series_collection(mongo):
+    """So the timeseries step inserts from the client (``$out`` can write one from 7.0.3 only)."""
+    from pymongo.errors import OperationFailure
+
+    _timeseries(mongo)
+    mongo.db.plain.insert_one({"t": datetime.datetime(2026, 1, 2), "m": "b", "v": 1})
+    with pytest.raises(OperationFailure):
+        list(mongo.db.plain.aggregate([{"$project": {"_id": 0}}, {"$merge": {"into": "ts"}}]))
+
+
+@pytest.mark.diverges("mongomock", NO_TIMESERIES)
+@pytest.mark.diverges("secantusdb", "create(timeseries=...) then list_collection_names(): no system.buckets.<name>")
+def test_a_time_series_collection_keeps_its_buckets_in_system_buckets(mongo):
+    """Its buckets are ``system.buckets.<name>`` (before 8.3's viewless time-series collections): what
+    ``migrate verify`` counts to compare with the buckets predicted."""
+    _timeseries(mongo)
+    assert "system.buckets.ts" in mongo.db.list_collection_names()

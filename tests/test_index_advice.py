@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from mongopat.cli import app
 from mongopat.migrate.script import load_folder
 from mongopat.sources import SourceSpec
 from tests.conftest import write_bson_dump
+from tests.support.scenarios import update_readings
 
 runner = CliRunner()
 START = datetime.datetime(2026, 1, 1)
@@ -180,11 +182,21 @@ def test_a_pattern_plans_the_indexes_its_rewritten_reads_need(tmp_path):
 
 
 def test_an_index_a_pattern_supersedes_is_left_out_when_both_are_planned(tmp_path):
-    """The bucket pattern rewrites the sensor range read and creates its index on the buckets: planned
-    with it, the index for today's readings (MP210) would be built on fields the buckets lack."""
+    """A time-series collection takes the readings, and the sensor range read goes to it: its index is
+    created there, and the index for today's readings (MP210) is left out when both are planned. So with
+    the bucket pattern (readings updated in place), whose buckets lack the fields today's index is on."""
     folder = SAMPLES / "iot"
     data = next(p for p in folder.iterdir() if p.is_dir())
-    result = recommended(SourceSpec(dump=str(data)), folder / "access.yaml", tmp_path / "rec.json")
+    result = recommended(SourceSpec(dump=str(data)), folder / "access.yaml", tmp_path / "ts.json")
+    [missing] = [rec for rec in result["recommendations"] if rec["code"] == "MP210"]
+    assert missing["evidence"]["superseded_by"] == ["MP113"] and missing["migration"]
+    both = command.migrate_plan(str(tmp_path / "ts.json"), str(tmp_path / "ts"), only=["MP113", "MP210"])
+    steps = [(step.name, step.collection) for m in load_folder(tmp_path / "ts") for step in m.steps]
+    assert steps == [("timeseries", "readings"), ("create_index", "readings_ts")]
+    assert any("MP210 on readings: not planned (MP113 is planned" in note for note in both["notes"])
+    access = tmp_path / "access.yaml"
+    shutil.copy(folder / "access.yaml", access)
+    result = recommended(SourceSpec(dump=str(data)), update_readings(access), tmp_path / "rec.json")
     [missing] = [rec for rec in result["recommendations"] if rec["code"] == "MP210"]
     assert missing["evidence"]["superseded_by"] == ["MP101"] and missing["migration"]
     both = command.migrate_plan(str(tmp_path / "rec.json"), str(tmp_path / "both"), only=["MP101", "MP210"])
@@ -242,7 +254,9 @@ def test_indexes_only_the_old_shape_used_are_dropped_with_the_pattern(tmp_path):
     ]
     write_bson_dump(data, "readings", documents, indexes)
     write_bson_dump(data, "sensors", list(read_json_documents(folder / "iot" / "sensors.json")), indexes[:1])
-    result = recommended(SourceSpec(dump=str(data)), folder / "access.yaml", tmp_path / "rec.json")
+    access = tmp_path / "access.yaml"
+    shutil.copy(folder / "access.yaml", access)
+    result = recommended(SourceSpec(dump=str(data)), update_readings(access), tmp_path / "rec.json")
     [bucket] = [rec for rec in result["recommendations"] if rec["code"] == "MP101"]
     assert bucket["index_steps"] == [{"step": "drop_index", "collection": "readings", "name": "sensorId_1_ts_1"}]
     assert not [rec for rec in result["recommendations"] if rec["code"] == "MP210"]  # served today

@@ -102,7 +102,7 @@ def test_the_guide_is_checked_with_an_access_file(tmp_path):
     assert undo.exit_code == 0, undo.output
     code, result, output = rehearse(
         "--dump", str(data), "--dir", str(migrations), "--access", str(access), "--sample", "200",
-        "0003_computed_orders", "0009_bucket_readings",
+        "0003_computed_orders", "0009_timeseries_readings",
     )  # fmt: skip
     assert code == 0, output
     for entry in result["migrations"]:

@@ -19,6 +19,7 @@ from mongopat.migrate.server.runner import Runner
 from mongopat.predictions import TOLERANCE, differences
 from mongopat.sample_data import SCENARIOS, write_scenario
 from mongopat.sources import SourceSpec
+from tests.support.scenarios import update_readings
 
 runner = CliRunner()
 
@@ -51,8 +52,10 @@ def test_differences(case, before, after, measured_before, measured, beyond):
 
 @pytest.fixture
 def iot(tmp_path):
-    """The IoT scenario as a dump folder, its recommendations (from the data) and their migrations."""
+    """The IoT scenario as a dump folder, its readings updated in place (so the bucket pattern is the
+    advice), its recommendations (from the data) and their migrations."""
     folder = write_scenario(SCENARIOS["iot"](), tmp_path)
+    update_readings(folder / "access.yaml")
     spec = SourceSpec(dump=str(folder / "iot"))
     result = recommend(analyze(spec), str(folder / "access.yaml"), source=spec)
     migrations = tmp_path / "migrations"
@@ -126,7 +129,7 @@ def test_up_on_a_server_measures_the_same_figures(mongo, tmp_path):
     write_export(tmp_path / "data", "readings", readings)
     access = tmp_path / "access.yaml"
     access.write_text(
-        "version: 1\ncollections:\n  readings:\n    writes: {inserts_per_sec: 4}\n    queries:\n"
+        "version: 1\ncollections:\n  readings:\n    writes: {inserts_per_sec: 4, updates_per_sec: 1}\n    queries:\n"
         "      - {name: range, filter: {sensorId: eq, ts: range}, per_sec: 5}\n"
     )
     spec = SourceSpec(dump=str(tmp_path / "data"))

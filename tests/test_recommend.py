@@ -89,7 +89,7 @@ def test_cli_json_from_a_saved_report(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["recommendations_version"] == 2 and data["summary"]["total"] == len(data["recommendations"])
-    assert data["recommendations"][0]["pattern"] == "bucket"
+    assert data["recommendations"][0]["pattern"] == "time_series_collection"
 
 
 def test_cli_table_and_markdown(tmp_path):
@@ -105,13 +105,16 @@ def test_cli_table_and_markdown(tmp_path):
 def test_cli_without_access_file_reports_data_evident_patterns_only():
     result = runner.invoke(app, ["recommend", "--dump", str(SAMPLES / "iot"), "-f", "json"])
     codes = {r["code"] for r in json.loads(result.stdout)["recommendations"]}
-    assert codes == {"MP101"}
+    assert codes == {"MP113"}
 
 
 def test_cli_threshold_override_and_rule_filter():
     args = ["recommend", "--dump", str(SAMPLES / "iot"), "-f", "json"]
     assert (
-        json.loads(runner.invoke(app, [*args, "-t", "bucket.min_inserts_per_sec=1000"]).stdout)["recommendations"] == []
+        json.loads(runner.invoke(app, [*args, "-t", "time_series_collection.min_documents=100000"]).stdout)[
+            "recommendations"
+        ]
+        == []
     )
     only = json.loads(runner.invoke(app, [*args, "--rule", "MP201"]).stdout)
     assert only["recommendations"] == []
@@ -162,7 +165,7 @@ def test_rules_listing():
     result = runner.invoke(app, ["rules", "-f", "json"])
     rules = json.loads(result.stdout)["rules"]
     assert [r["name"] for r in rules if r["kind"] == "in-place"] == ["in_place"]
-    assert len(rules) == 24 and {r["name"] for r in rules if r["kind"] == "pattern"} == {
+    assert len(rules) == 25 and {r["name"] for r in rules if r["kind"] == "pattern"} == {
         "bucket",
         "outlier",
         "subset",
@@ -175,6 +178,7 @@ def test_rules_listing():
         "document_versioning",
         "tree",
         "approximation",
+        "time_series_collection",
     }
     assert all(r["description"] for r in rules)
 

@@ -25,6 +25,7 @@ from mongopat.access.model import (
     Query,
     Writes,
 )
+from mongopat.errors import InputError
 from mongopat.expressions import ExpressionError, parse
 from mongopat.rules.thresholds import parse_thresholds
 from mongopat.yamlfile import (
@@ -44,8 +45,10 @@ AccessFileError = YamlFileError
 
 
 QUERY_KEYS = ("name", "filter", "sort", "limit", "fields", "derive", "lookup", "aggregate", "embed", "per_sec")
-COLLECTION_KEYS = ("description", "created_by_migration", "writes", "queries", "counters", "history")
-TOP_KEYS = ("version", "database", "collections", "thresholds", "check")
+COLLECTION_KEYS = (
+    "description", "created_by_migration", "change_streams", "writes", "queries", "counters", "history",
+)  # fmt: skip
+TOP_KEYS = ("version", "database", "mongodb_version", "collections", "thresholds", "check")
 
 
 def load_access_file(path: str | Path, known_collections: Iterable[str] | None = None) -> AccessFile:
@@ -70,6 +73,17 @@ def parse_access_text(text: str, file: str = "<access>", known_collections: Iter
         if version not in SUPPORTED_VERSIONS:
             check.error(top["version"], "version", f"unsupported version {version!r} (this mongopat reads version 1)")
     database = check.string(top["database"], "database") if "database" in top else None
+    mongodb_version = None
+    if "mongodb_version" in top:
+        from mongopat.timeseries.limits import parse_version
+
+        node = top["mongodb_version"]
+        # The text as written: 7.10 read as a number would be 7.1.
+        mongodb_version = str(node.value) if isinstance(node, yaml.ScalarNode) else str(check.value(node))
+        try:
+            parse_version(mongodb_version)
+        except InputError as exc:
+            check.error(node, "mongodb_version", str(exc))
     collections: dict[str, CollectionAccess] = {}
     collection_nodes = check.free_mapping(top["collections"], "collections") if "collections" in top else None
     for name, node in (collection_nodes or {}).items():
@@ -94,7 +108,7 @@ def parse_access_text(text: str, file: str = "<access>", known_collections: Iter
                     )
     if check.problems:
         raise AccessFileError(check.problems)
-    return AccessFile(file, int(version or 1), database, collections, thresholds)
+    return AccessFile(file, int(version or 1), database, collections, thresholds, mongodb_version)
 
 
 def _collection(check: YamlValidator, name: str, node: yaml.Node) -> CollectionAccess:
@@ -108,6 +122,8 @@ def _collection(check: YamlValidator, name: str, node: yaml.Node) -> CollectionA
     if "created_by_migration" in fields:
         created = check.boolean(fields["created_by_migration"], f"{path}.created_by_migration")
         access.created_by_migration = bool(created)
+    if "change_streams" in fields:
+        access.change_streams = bool(check.boolean(fields["change_streams"], f"{path}.change_streams"))
     if "writes" in fields:
         writes = (
             check.mapping(fields["writes"], f"{path}.writes", ("inserts_per_sec", "updates_per_sec", "deletes_per_sec"))

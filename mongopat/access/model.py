@@ -99,6 +99,8 @@ class CollectionAccess:
     description: str | None = None
     # Not in the data yet: a migration creates it (else a collection the data lacks is a typo).
     created_by_migration: bool = False
+    # The application watches the collection with a change stream (no time-series collection supports one).
+    change_streams: bool = False
     location: Location | None = None
 
     def reads_per_sec(self) -> float:
@@ -112,6 +114,8 @@ class AccessFile:
     database: str | None
     collections: dict[str, CollectionAccess]
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
+    # The MongoDB version the advice is for ("7.0"): features that need a later one are not recommended.
+    mongodb_version: str | None = None
 
     def collection(self, name: str) -> CollectionAccess | None:
         return self.collections.get(name)

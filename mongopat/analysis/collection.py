@@ -380,6 +380,8 @@ class CollectionAnalysis:
                 "index_bytes": self.stats.index_bytes,
             },
             "sharding": self._sharding(),
+            # A time-series collection's options and bucket figures: only time-series collections have it.
+            **({"timeseries": self.stats.timeseries} if self.stats.timeseries is not None else {}),
             "sampling": {
                 "method": sampling.method,
                 "requested": sampling.requested,

@@ -34,7 +34,7 @@ class ReadGuide:
 
     @property
     def changed(self) -> bool:
-        return self.before.pipeline() != self.after.pipeline()
+        return self.before.pipeline() != self.after.pipeline() or not self.after.keeps_indexes
 
 
 @dataclass
@@ -105,7 +105,7 @@ def build_guides(
 def examined(plan: ReadPlan, evidence: Evidence) -> tuple[float | None, str]:
     """Documents a read examines: those its filter matches (scaled for the new shape), plus joined ones."""
     query = plan.query
-    matched, basis = evidence.matched(plan.collection, query.filter, query.limit, bool(query.sort))
+    matched, basis = evidence.matched(plan.counted_as or plan.collection, query.filter, query.limit, bool(query.sort))
     if matched is None:
         return None, basis
     total = matched * plan.scale + (plan.overlap if matched else 0) + matched * plan.extra

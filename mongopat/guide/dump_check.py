@@ -15,9 +15,10 @@ from typing import Any
 
 from mongopat.guide.build import MigrationGuide
 from mongopat.guide.proof import ProofResult, prove
-from mongopat.migrate.dump_folder.files import CHANGELOG_FILE, backup_name, decoded_documents
+from mongopat.migrate.dump_folder.files import CHANGELOG_FILE, DumpFolder, backup_name, decoded_documents
 from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES
+from mongopat.timeseries.buckets import BUCKETS_PREFIX, unpack
 
 _SUFFIXES = BSON_SUFFIXES + JSON_SUFFIXES
 
@@ -59,24 +60,39 @@ def check_migration(
     from mongopat.sources.mongo import mongomock_client
 
     before_files, after_files = states(runner, guide)
-    client = client if client is not None else mongomock_client("guide-check")
+    embedded = mongomock_client("guide-check") if client is None else None
+    client = client if client is not None else embedded
     # Names of their own: two checks on one scratch server never share a database.
     run = uuid.uuid4().hex[:8]
     before_db = client[f"mongopat_guide_{run}_before"]
     after_db = client[f"mongopat_guide_{run}_after"]
     try:
-        _load(before_db, before_files)
-        _load(after_db, after_files)
+        # A scratch server holds a time-series collection as one; the embedded engine has none, and holds
+        # its readings as documents (what a read of the collection returns).
+        as_timeseries = client is not embedded
+        _load(before_db, before_files, runner.folder, as_timeseries)
+        _load(after_db, after_files, runner.folder, as_timeseries)
         return prove(guide, before_db, after_db, samples=samples, seed=seed)
     finally:
         client.drop_database(before_db.name)
         client.drop_database(after_db.name)
 
 
-def _load(db: Any, files: dict[str, Path]) -> None:
+def _load(db: Any, files: dict[str, Path], folder: Path, as_timeseries: bool) -> None:
+    """Each collection's documents into ``db``; a time-series collection's (its buckets' file) as readings,
+    into a time-series collection with its options on a scratch server (``as_timeseries``)."""
     for name, path in files.items():
+        documents = decoded_documents(path)
+        if name.startswith(BUCKETS_PREFIX):
+            name = name[len(BUCKETS_PREFIX) :]
+            options = DumpFolder(folder).timeseries(name)
+            if options is None:
+                continue  # buckets without their options: no reading can be told from them
+            documents = (m for bucket in decoded_documents(path) for m in unpack(bucket, options).measurements)
+            if as_timeseries:
+                db.create_collection(name, timeseries=options.create_options())
         batch = []
-        for document in decoded_documents(path):
+        for document in documents:
             batch.append(document)
             if len(batch) == 1000:
                 db[name].insert_many(batch)

@@ -51,6 +51,12 @@ class ReadPlan:
     scale: float = 1.0
     overlap: float = 0.0
     extra: float = 0.0
+    # The collection whose figures (documents, distinct values) are the read's: another when a step moves
+    # the documents as they are to a collection of another name.
+    counted_as: str | None = None
+    # Whether the indexes of the read's collection today serve it after the step (not in a collection the
+    # step creates: a time-series collection has none of the old one's).
+    keeps_indexes: bool = True
 
     def pipeline(self) -> list[dict[str, Any]]:
         stages: list[dict[str, Any]] = [{"$match": self.match}] if self.match else []

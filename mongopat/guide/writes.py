@@ -79,6 +79,13 @@ def run(db: Any, commands: list[dict[str, Any]]) -> int:
     return written
 
 
+def moved_inserts(collection: str, into: str, evidence: Any, description: str) -> list[WritePlan]:
+    """The declared inserts of ``collection``, into ``into`` after a step that gives its documents another
+    collection (none when none are declared)."""
+    per_sec = evidence.per_sec(collection, "inserts")
+    return [same_insert(collection, into, description, per_sec)] if per_sec else []
+
+
 def same_insert(collection: str, into: str, description: str, per_sec: float) -> WritePlan:
     """An insert whose document does not change: into ``collection`` today, into ``into`` after (the same
     collection, or its new name)."""

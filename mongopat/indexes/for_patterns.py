@@ -51,7 +51,10 @@ def attach(found: list[Any], report: dict[str, Any], access: Any) -> None:
         for entry in guide.indexes:
             if entry["status"] != "to add":
                 continue
-            if all(set(keys_after.get(name) or {}) <= set(keys_today.get(name) or {}) for name in entry["reads"]):
+            today = {read.before.collection for read in guide.reads if read.name in entry["reads"]}
+            if entry["collection"] in today and all(
+                set(keys_after.get(name) or {}) <= set(keys_today.get(name) or {}) for name in entry["reads"]
+            ):
                 continue  # the read needs an index on these fields today already: the missing-index rule's advice
             key = list(entry["keys"].items())
             name = default_name(key)

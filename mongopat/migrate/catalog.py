@@ -12,7 +12,10 @@ a collection's previous validator) is saved before the command runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mongopat.timeseries.options import TimeSeriesOptions
 
 
 class Catalog:
@@ -83,6 +86,30 @@ class Catalog:
 
     def violations(self, collection: str, validator: dict[str, Any]) -> int | None:
         """Documents of ``collection`` that ``validator`` rejects; None when the backend cannot tell."""
+        raise NotImplementedError
+
+    # -- time-series collections (the timeseries step) ---------------------------------------------
+
+    def create_timeseries(self, name: str, options: TimeSeriesOptions) -> None:
+        """Create the time-series collection ``name``."""
+        raise NotImplementedError
+
+    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> None:
+        """Every document of ``collection`` into the time-series collection ``to``, none twice (a reading
+        has no unique ``_id`` there), resuming from the step's checkpoint; documents without a date in the
+        time field stay out, counted in the step's ``refused``."""
+        raise NotImplementedError
+
+    def copy_back(self, to: str, collection: str) -> None:
+        """The readings of ``to`` whose ``_id`` ``collection`` lacks (the application's since), into it."""
+        raise NotImplementedError
+
+    def missing_measurements(self, collection: str, to: str, time: str) -> int:
+        """Documents of ``collection`` with a date in ``time`` that no reading of ``to`` stands for (by
+        ``_id``, or by count where the backend cannot match them one by one cheaply)."""
+        raise NotImplementedError
+
+    def drop_timeseries(self, name: str) -> None:
         raise NotImplementedError
 
     def reverted(self) -> None:

@@ -58,10 +58,12 @@ class Plan:
 
 def plan_copy(migrations: list[Migration]) -> Plan:
     plan = Plan()
+    created: set[str] = set()  # collections an earlier step makes: the run makes them in the copy too
     for migration in migrations:
         for step in migration.steps:
-            if step.collection not in plan.migrated:
+            if step.collection not in plan.migrated and step.collection not in created:
                 plan.migrated.append(step.collection)
+            created.update(step.created_collections())
             related = _related(step)
             if related and related not in plan.related:
                 plan.related.append(related)

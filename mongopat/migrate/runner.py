@@ -255,8 +255,15 @@ class RunnerBase:
 
     def measure_predicted(self, migration: Migration) -> dict[str, Figures]:
         """The figures of every collection the migration's prediction names, as they are now."""
-        names = [entry["collection"] for entry in (migration.prediction or {}).get("collections") or []]
-        return {name: self.measure(name) for name in dict.fromkeys(names)}
+        entries = (migration.prediction or {}).get("collections") or []
+        names = [entry["collection"] for entry in entries]
+        names += [entry["scaled_by"]["collection"] for entry in entries if entry.get("scaled_by")]
+        # A collection the backend does not keep (the buckets of a time-series collection on an engine that
+        # keeps none) is not measured rather than measured empty.
+        return {name: self.measure(name) for name in dict.fromkeys(names) if self.exists(name)}
+
+    def exists(self, collection: str) -> bool:
+        return True
 
     def measure(self, collection: str) -> Figures:
         """A collection's documents, data bytes and document sizes (see :mod:`mongopat.predictions`)."""

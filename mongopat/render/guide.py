@@ -96,8 +96,11 @@ def _read(read: dict[str, Any]) -> list[str]:
         f"({examined['basis']}).",
         "",
     ]
-    lines += [f"- {note}" for note in read["notes"]]
-    if read["notes"]:
+    notes = list(read["notes"])
+    if read["after"]["collection"] != read["before"]["collection"]:
+        notes.insert(0, f"after the migration it reads `{read['after']['collection']}`")
+    lines += [f"- {note}" for note in notes]
+    if notes:
         lines.append("")
     if read["parameters"]:
         described = []

@@ -51,6 +51,7 @@ def _load() -> None:
         pre_aggregation,
         schema_versioning,
         subset,
+        time_series,
         tree,
     )
 

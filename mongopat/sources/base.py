@@ -25,6 +25,8 @@ class CollectionStats:
     shards: dict[str, int] = field(default_factory=dict)
     chunks: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # A time-series collection: its options and what its buckets hold (timeseries.buckets.BucketFigures).
+    timeseries: dict[str, Any] | None = None
 
 
 @dataclass

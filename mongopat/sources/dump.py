@@ -25,6 +25,8 @@ from mongopat.sources import shared_parts
 from mongopat.sources.archive import ARCHIVE_SUFFIXES, ArchivedCollection, archive_records, is_archive, read_prelude
 from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
 from mongopat.sources.extjson import ExtendedJSONError, JSONDecodeError, decode_document, decode_value, loads
+from mongopat.timeseries.buckets import BUCKETS_PREFIX, bucket_figures, held, unpack
+from mongopat.timeseries.options import TimeSeriesOptions
 
 JSON_SUFFIXES = (".json", ".json.gz")
 BSON_SUFFIXES = (".bson", ".bson.gz")
@@ -162,6 +164,10 @@ class DumpSource(Source):
         # Collections read from mongodump --archive files (read-only): name -> (archive, prelude entry).
         self._archived: dict[str, tuple[Path, ArchivedCollection]] = {}
         self._counts: dict[str, int] = {}
+        # Time-series collections: name -> the options their metadata gives (None when it gives none);
+        # their files (or archive blocks) hold buckets, read as the measurements they hold.
+        self._timeseries: dict[str, TimeSeriesOptions | None] = {}
+        self._unread: dict[str, int] = {}  # measurements of compressed buckets, not read (per collection)
         if path.is_file() and is_archive(path):
             self.folder = path.parent
             self.database = self._add_archives([path], database, required=True)
@@ -183,13 +189,20 @@ class DumpSource(Source):
                 self._metadata[meta] = entry
                 continue
             name = _collection_name(entry.name)
+            if name is not None and name.startswith(BUCKETS_PREFIX) and len(name) > len(BUCKETS_PREFIX):
+                view = name[len(BUCKETS_PREFIX) :]
+                self._files[view] = entry
+                self._timeseries[view] = None
+                continue
             if name is None or name.startswith(("system.", "mongopat_")):
                 continue  # system collections, and mongopat's own bookkeeping and backups
             if entry.name.endswith(JSON_SUFFIXES) and is_mongopat_output(entry):
                 continue  # a report or result mongopat wrote into the folder
             # mongodump's BSON is lossless; prefer it when both forms exist.
-            if name not in self._files or entry.name.endswith(BSON_SUFFIXES):
+            if name not in self._timeseries and (name not in self._files or entry.name.endswith(BSON_SUFFIXES)):
                 self._files[name] = entry
+        for view in self._timeseries:
+            self._timeseries[view] = TimeSeriesOptions.from_collection(self._metadata_of(view).get("options") or {})
         self._add_archives(archives_in(self.folder), self.database, required=False)
 
     def _add_archives(self, archives: list[Path], database: str | None, required: bool) -> str:
@@ -218,6 +231,9 @@ class DumpSource(Source):
         for archive, entry in entries:
             if entry.database == database and entry.name not in self._files:
                 self._archived.setdefault(entry.name, (archive, entry))
+                options = TimeSeriesOptions.from_collection(entry.metadata.get("options") or {})
+                if entry.kind == "timeseries" or options is not None:
+                    self._timeseries[entry.name] = options
         return database
 
     def collections(self) -> list[str]:
@@ -234,9 +250,25 @@ class DumpSource(Source):
             hint=f"collections: {', '.join(self.collections()) or 'none'}",
         )
 
+    def timeseries(self, name: str) -> TimeSeriesOptions | None:
+        """The options of a time-series collection (None for any other, or when its metadata is missing)."""
+        return self._timeseries.get(name)
+
+    def _bucket_records(self, name: str) -> Iterator[tuple[int, bytes]]:
+        """The raw buckets of time-series collection ``name``."""
+        if name in self._archived:
+            archive, entry = self._archived[name]
+            return archive_records(archive, entry.database, BUCKETS_PREFIX + entry.name)
+        return _bson_records(self.file_of(name))
+
     def _records_reader(self, name: str):
         """``(reader of (position, raw record)), decoder of one record)`` for collection ``name``."""
         path = self.file_of(name)
+        if name in self._timeseries:
+            options = self._timeseries[name]
+            return (
+                lambda: _measurement_records(path, self._bucket_records(name), options, self._unread, name)
+            ), _decode_bson_record
         if name in self._archived:
             archive, entry = self._archived[name]
             return (lambda: archive_records(archive, entry.database, entry.name)), _decode_bson_record
@@ -251,6 +283,11 @@ class DumpSource(Source):
             stats.count, stats.count_exact = self._counts[name], True
         where = f"{path.name} (mongodump archive)" if name in self._archived else path.name
         stats.notes.append(f"read from {where}")
+        if name in self._timeseries:
+            buckets = bucket_figures(path, self._bucket_records(name), self._timeseries[name])
+            stats.count, stats.count_exact = buckets.measurements, True
+            stats.notes.extend(buckets.notes(name, self._timeseries[name]))
+            stats.timeseries = buckets.to_dict(self._timeseries[name])
         return stats
 
     def indexes(self, name: str) -> tuple[list[IndexInfo], list[str]]:
@@ -259,18 +296,25 @@ class DumpSource(Source):
             specs = self._archived[name][1].metadata.get("indexes", [])
             indexes = [index_from_spec(spec) for spec in specs if isinstance(spec, dict)]
             return indexes, ["index usage is not recorded in dumps"]
+        if self._metadata.get(name) is None:
+            return [], ["no metadata.json beside the dump: indexes unknown"]
+        metadata = self._metadata_of(name)
+        indexes = []
+        for spec in metadata.get("indexes", []) if isinstance(metadata, dict) else []:
+            indexes.append(index_from_spec(spec))
+        return indexes, ["index usage is not recorded in dumps"]
+
+    def _metadata_of(self, name: str) -> dict[str, Any]:
+        """What ``<name>.metadata.json`` holds ({} when there is none)."""
         meta_path = self._metadata.get(name)
         if meta_path is None:
-            return [], ["no metadata.json beside the dump: indexes unknown"]
+            return {}
         with _open(meta_path) as handle:
             try:
                 metadata = decode_value(json.loads(handle.read()))
             except (ValueError, ExtendedJSONError) as exc:
                 raise InputError(f"{meta_path}: not valid metadata JSON: {exc}") from None
-        indexes = []
-        for spec in metadata.get("indexes", []) if isinstance(metadata, dict) else []:
-            indexes.append(index_from_spec(spec))
-        return indexes, ["index usage is not recorded in dumps"]
+        return metadata if isinstance(metadata, dict) else {}
 
     # -- documents -------------------------------------------------------------------------------
 
@@ -278,7 +322,7 @@ class DumpSource(Source):
         self, name: str, sample_size: int | None, decoded: bool = True, part: FilePart | None = None
     ) -> DocumentStream:
         path = self.file_of(name)
-        if name in self._archived:
+        if name in self._archived or name in self._timeseries:
             records, _decode = self._records_reader(name)
 
             def reader(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[str, Any], int]]:
@@ -295,9 +339,20 @@ class DumpSource(Source):
             return DocumentStream(sampling, reader(path, part))
         if sample_size is None:
             sampling = Sampling("file", None, f"every document of {path.name}", natural_order=True, complete=True)
-            return DocumentStream(sampling, self._counting(name, reader(path)))
+            return DocumentStream(sampling, self._unread_said(name, sampling, self._counting(name, reader(path))))
         sampling = Sampling("file-reservoir", sample_size, f"uniform random sample of {path.name} (seed {self.seed})")
-        return DocumentStream(sampling, self._reservoir(name, path, sample_size, sampling))
+        return DocumentStream(
+            sampling, self._unread_said(name, sampling, self._reservoir(name, path, sample_size, sampling))
+        )
+
+    def _unread_said(self, name: str, sampling: Sampling, items: Iterator[Any]) -> Iterator[Any]:
+        """``items``; then, where compressed buckets held measurements none of them could come from, the
+        sampling is not complete (the collection's count stays the buckets' own)."""
+        yield from items
+        unread = self._unread.get(name)
+        if unread:
+            sampling.complete = False
+            sampling.note += f" ({unread:,} measurements of compressed buckets not read)"
 
     def _json_batches(self, name: str, path: Path, part: FilePart | None) -> DocumentStream:
         """The analysis's read of a JSON file (or of a part of it): batches of documents still holding their
@@ -346,7 +401,7 @@ class DumpSource(Source):
     def partitions(self, name: str, parts: int) -> list[FilePart] | None:
         """Split a plain (not gzip, not --jsonArray, not --pretty, not an archive) file into ``parts`` ranges
         of whole documents."""
-        if name in self._archived:
+        if name in self._archived or name in self._timeseries:
             return None
         return partition_file(self.file_of(name), parts)
 
@@ -354,7 +409,7 @@ class DumpSource(Source):
         """The parts of a mongoexport file as parts that processes forked from ``context`` read while taking
         work from each other (None for other files: see shared_parts)."""
         path = self.file_of(name)
-        if name in self._archived or path.name.endswith(BSON_SUFFIXES):
+        if name in self._archived or name in self._timeseries or path.name.endswith(BSON_SUFFIXES):
             return None
         return shared_parts.SharedParts(path, parts, context)
 
@@ -502,6 +557,29 @@ def _decode_bson_record(path: Path, offset: int, record: bytes) -> tuple[dict[st
         return bson.decode(record), len(record)
     except (BSONError, ValueError, OverflowError) as exc:
         raise InputError(f"{path}: invalid BSON document at byte {offset}: {exc}") from None
+
+
+def _measurement_records(
+    path: Path,
+    buckets: Iterator[tuple[int, bytes]],
+    options: TimeSeriesOptions | None,
+    unread: dict[str, int],
+    name: str,
+) -> Iterator[tuple[int, bytes]]:
+    """The measurements of a time-series collection's buckets, each as raw BSON at its bucket's offset
+    (plus its rank: offsets stay unique and in order); ``unread[name]``, those of compressed buckets. Without
+    options (no metadata) no measurement can be told from its bucket: none is read, and the collection's
+    notes say so."""
+    unread[name] = 0
+    for offset, raw in buckets:
+        bucket, _size = _decode_bson_record(path, offset, raw)
+        if options is None:
+            unread[name] += held(bucket)
+            continue
+        found = unpack(bucket, options)
+        unread[name] += found.compressed
+        for rank, measurement in enumerate(found.measurements):
+            yield offset + rank, bson.encode(measurement)
 
 
 def _read_json(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[str, Any], int]]:

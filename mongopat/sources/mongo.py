@@ -36,6 +36,7 @@ from mongopat.sources.base import (
     Source,
 )
 from mongopat.sources.dump import index_from_spec
+from mongopat.timeseries.options import TimeSeriesOptions
 
 DEFAULT_SAMPLE_SIZE = 1000
 READ_PREFERENCES = {
@@ -221,7 +222,8 @@ class MongoSource(Source):
     def collections(self) -> list[str]:
         try:
             try:
-                names = self.db.list_collection_names(filter={"type": "collection"})
+                # Time-series collections are of their own type (5.0+): their measurements are analysed.
+                names = self.db.list_collection_names(filter={"type": {"$in": ["collection", "timeseries"]}})
             except (NotImplementedError, TypeError):  # mongomock: no filter support
                 names = self.db.list_collection_names()
         except PyMongoError as exc:
@@ -237,6 +239,16 @@ class MongoSource(Source):
             raise self._guard(exc) from None
         except TypeError:  # mongomock does not take maxTimeMS
             stats.count = collection.estimated_document_count()
+        options = self._timeseries_options(name)
+        if options is not None:
+            stats.timeseries = {
+                "options": options.create_options(),
+                "expire_after_seconds": options.expire_after_seconds,
+            }
+            stats.notes.append(
+                f"time-series collection ({', '.join(f'{k} {v}' for k, v in options.create_options().items())}): "
+                "its measurements are analysed as the application reads them"
+            )
         if self.kind == "mongomock":
             stats.count_exact = True
             stats.notes.append("mongomock reports no storage statistics")
@@ -249,6 +261,8 @@ class MongoSource(Source):
             return stats
         except PyMongoError as exc:
             raise self._guard(exc) from None
+        if stats.timeseries is not None:
+            stats.timeseries.update(_bucket_statistics(raw.get("timeseries")))
         stats.size_bytes = raw.get("size")
         stats.storage_bytes = raw.get("storageSize")
         stats.avg_document_bytes = raw.get("avgObjSize")
@@ -259,6 +273,14 @@ class MongoSource(Source):
             stats.shards = {shard: int(info.get("count", 0)) for shard, info in (raw.get("shards") or {}).items()}
             stats.chunks = self._chunks(name)
         return stats
+
+    def _timeseries_options(self, name: str) -> TimeSeriesOptions | None:
+        try:
+            for entry in self.db.list_collections(filter={"name": name}):
+                return TimeSeriesOptions.from_collection(dict(entry.get("options") or {}))
+        except (PyMongoError, NotImplementedError, TypeError):
+            return None
+        return None
 
     def _config_entry(self, name: str) -> dict[str, Any] | None:
         try:
@@ -390,3 +412,21 @@ class MongoSource(Source):
             return self.db[name].count_documents({"_id": {"$in": values}})
         except PyMongoError:
             return None
+
+
+def _bucket_statistics(raw: Any) -> dict[str, Any]:
+    """What collStats says of a time-series collection's buckets (its ``timeseries`` section, 5.0+); a
+    server that keeps no buckets of its own says nothing."""
+    if not isinstance(raw, dict):
+        return {"buckets": None, "note": "the server reports no bucket statistics (no timeseries in collStats)"}
+    keys = {
+        "bucketCount": "buckets",
+        "avgBucketSize": "average_bucket_bytes",
+        "avgNumMeasurementsPerCommit": "measurements_per_commit",
+        "numBucketsClosedDueToCount": "closed_full_count",
+        "numBucketsClosedDueToSize": "closed_full_size",
+        "numBucketsClosedDueToTimeForward": "closed_time_forward",
+        "numBucketsClosedDueToTimeBackward": "closed_time_backward",
+        "numCompressedBuckets": "compressed_buckets",
+    }
+    return {mine: raw.get(theirs) for theirs, mine in keys.items() if theirs in raw}

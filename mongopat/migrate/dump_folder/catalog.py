@@ -4,16 +4,22 @@ first and renamed over the old one."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import bson
 from bson import json_util
 
 from mongopat.errors import OperationFailed
 from mongopat.json_schema import satisfies
 from mongopat.migrate.catalog import Catalog, index_name
+from mongopat.migrate.transform_api import hashable_key as _key
+from mongopat.timeseries.buckets import BUCKETS_PREFIX, pack
+from mongopat.timeseries.options import TimeSeriesOptions
 
 if TYPE_CHECKING:
     from mongopat.migrate.dump_folder.files import DumpFolder, FileChangelog
@@ -104,7 +110,12 @@ class DumpFolderCatalog(Catalog):
     # -- the protocol -----------------------------------------------------------------------------
 
     def names(self) -> set[str]:
-        return {name for name in _collection_names(self.folder) if self.files.file_of(name) is not None}
+        found = set()
+        for name in _collection_names(self.folder):
+            if name.startswith(BUCKETS_PREFIX):
+                name = name[len(BUCKETS_PREFIX) :]  # a time-series collection: its buckets' file
+            found.add(name)
+        return found
 
     def count(self, collection: str) -> int:
         return self.files.count(collection)
@@ -177,6 +188,82 @@ class DumpFolderCatalog(Catalog):
             )
         data["options"] = options
         self._write_metadata(collection, data)
+
+    # -- time-series collections: as mongodump writes them, ``system.buckets.<name>.bson`` (the buckets)
+    # beside ``<name>.metadata.json`` (type ``timeseries`` and the options), which mongorestore restores by
+    # creating the collection with those options and inserting the buckets as they are.
+
+    def create_timeseries(self, name: str, options: TimeSeriesOptions) -> None:
+        extra = {} if options.expire_after_seconds is None else {"expireAfterSeconds": options.expire_after_seconds}
+        metadata = {
+            "indexes": [],
+            "collectionName": name,
+            "type": "timeseries",
+            "options": {"timeseries": options.create_options(), **extra},
+        }
+        self._write_metadata(name, metadata)
+
+    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> None:
+        # One pass, written under a temporary name and renamed: a crash leaves no half file, and a run
+        # again writes the same buckets (their _ids come from what they hold).
+        from mongopat.migrate.dump_folder.files import count_records
+
+        if self.files.file_of(collection) is None:
+            raise OperationFailed(f"collection {collection!r} not found in {self.folder}")
+        refused = 0
+
+        def dated() -> Iterator[dict[str, Any]]:
+            nonlocal refused
+            for document in self.files.read(collection):
+                self.read += 1
+                if isinstance(document.get(options.time_field), datetime.datetime):
+                    yield document
+                else:
+                    refused += 1
+
+        final = self.folder / f"{BUCKETS_PREFIX}{to}.bson"
+        temporary = self.files.temp_path(final.name)
+        with temporary.open("wb") as handle:
+            for bucket in pack(dated(), options):
+                handle.write(bson.encode(bucket))
+            handle.flush()
+            os.fsync(handle.fileno())
+        temporary.replace(final)
+        self.written = self.read - refused
+        self.record(refused=refused, buckets=count_records(final))
+
+    def copy_back(self, to: str, collection: str) -> None:
+        from mongopat.migrate.dump_folder.files import DocumentWriter
+
+        present = {_key(d.get("_id")) for d in self.files.read(collection)}
+        extra = [m for m in self.files.read(to) if _key(m.get("_id")) not in present]
+        if not extra:
+            return
+        path = self.files.file_of(collection)
+        suffix = self.files.suffix_like(collection) if path is not None else ".bson"
+        temporary = self.files.temp_path(f"{collection}{suffix}")
+        writer = DocumentWriter(temporary, suffix, self.files.canonical(collection))
+        try:
+            for document in self.files.read(collection):
+                writer.write(document)
+            for document in extra:
+                writer.write(document)
+        finally:
+            writer.close()
+        temporary.replace(self.folder / f"{collection}{suffix}")
+        self.written += len(extra)
+
+    def missing_measurements(self, collection: str, to: str, time: str) -> int:
+        have = {_key(m.get("_id")) for m in self.files.read(to)}
+        return sum(
+            1
+            for d in self.files.read(collection)
+            if isinstance(d.get(time), datetime.datetime) and _key(d.get("_id")) not in have
+        )
+
+    def drop_timeseries(self, name: str) -> None:
+        (self.folder / f"{BUCKETS_PREFIX}{name}.bson").unlink(missing_ok=True)
+        self._metadata_path(name).unlink(missing_ok=True)
 
     def violations(self, collection: str, validator: dict[str, Any]) -> int | None:
         if not validator:

@@ -31,6 +31,8 @@ from mongopat.sources.dump import (
     read_json_documents,
 )
 from mongopat.sources.extjson import encode_document, loads
+from mongopat.timeseries.buckets import BUCKETS_PREFIX, unpack
+from mongopat.timeseries.options import TimeSeriesOptions
 
 CHANGELOG_FILE = "mongopat_changelog.json"
 LOCK_FILE = "mongopat_lock.json"
@@ -194,6 +196,19 @@ class DumpFolder:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
+    def timeseries(self, name: str) -> TimeSeriesOptions | None:
+        """The options of time-series collection ``name`` (its buckets' file beside its metadata), or None."""
+        if self.file_of(name) is not None or self.file_of(BUCKETS_PREFIX + name) is None:
+            return None
+        meta = self.folder / f"{name}.metadata.json"
+        if not meta.exists():
+            return None
+        try:
+            data = json_util.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return TimeSeriesOptions.from_collection(data.get("options") or {}) if isinstance(data, dict) else None
+
     def file_of(self, name: str) -> Path | None:
         for suffix in BSON_SUFFIXES + JSON_SUFFIXES:
             candidate = self.folder / f"{name}{suffix}"
@@ -208,13 +223,20 @@ class DumpFolder:
         return next(s for s in BSON_SUFFIXES + JSON_SUFFIXES if path.name.endswith(s))
 
     def read(self, name: str) -> Iterator[Document]:
+        """The documents of a collection; of a time-series collection, its readings unpacked."""
         path = self.file_of(name)
         if path is None:
-            return iter(())
+            options = self.timeseries(name)
+            buckets = self.file_of(BUCKETS_PREFIX + name)
+            if options is None or buckets is None:
+                return iter(())
+            return (m for bucket in decoded_documents(buckets) for m in unpack(bucket, options).measurements)
         return decoded_documents(path)
 
     def count(self, name: str) -> int:
         path = self.file_of(name)
+        if path is None and self.timeseries(name) is not None:
+            return sum(1 for _ in self.read(name))
         return 0 if path is None else count_records(path)
 
     def canonical(self, name: str) -> bool:

@@ -31,6 +31,7 @@ from mongopat.migrate.operations import (
     schema_versioning,
     set_field,
     subset,
+    timeseries,
     tree,
     unset_field,
     validator,
@@ -43,7 +44,7 @@ STEP_OPERATIONS: dict[str, StepOperation] = {
     for module in (
         set_field, unset_field, rename_field, computed, attribute, map_to_array, polymorphic, schema_versioning,
         approximation, tree, extended_reference, pre_aggregation, document_versioning, subset, outlier, bucket,
-        create_index, drop_index, copy_collection, rename_collection, validator,
+        create_index, drop_index, copy_collection, rename_collection, validator, timeseries,
     )
 }  # fmt: skip
 

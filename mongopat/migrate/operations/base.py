@@ -189,6 +189,15 @@ class CollectionOperation(StepOperation):
         """What ``apply`` would do, in sentences (``migrate up --dry-run``); nothing is changed."""
         return [f"would {self.type.summary}"]
 
+    def deploy(self, step: Step) -> dict[str, list[str]]:
+        """A step on a collection as a whole changes no document: nothing to read in two shapes."""
+        return {"before": [], "during": [], "after": []}
+
+    def pending(self, step: Step, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Documents of the step's collection the application wrote since ``apply`` that the next ``up``
+        carries over (a filter; ``state``: the step's changelog record), or None for a step without any."""
+        return None
+
 
 class DocumentOperation(StepOperation):
     """A step that rewrites each document of its collection in place."""

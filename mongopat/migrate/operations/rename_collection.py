@@ -43,15 +43,12 @@ class Operation(CollectionOperation):
                         spec[key]["from"] = step.params["to"]
 
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
-        from mongopat.guide.writes import same_insert
+        from mongopat.guide.writes import moved_inserts
 
-        per_sec = evidence.per_sec(step.collection, "inserts")
-        if not per_sec:
-            return []
         new = step.params["to"]
-        return [
-            same_insert(step.collection, new, f"insert a document into {step.collection}, named {new} after", per_sec)
-        ]
+        return moved_inserts(
+            step.collection, new, evidence, f"insert a document into {step.collection}, named {new} after"
+        )
 
     def during_read(self, before: ReadPlan, after: ReadPlan, step: Step) -> ReadPlan | None:
         return None  # the rename is one command: the application switches names when up has finished

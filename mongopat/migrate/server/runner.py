@@ -275,7 +275,10 @@ class Runner(RunnerBase):
         return self.db[name].count_documents(where) // self.options.batch_size + 1
 
     def catalog(self, migration_id: str, index: int, state: dict[str, Any]) -> ServerCatalog:
-        return ServerCatalog(self.db, self.changelog, migration_id, index, state, self.scan, self.lock.renew)
+        return ServerCatalog(
+            self.db, self.changelog, migration_id, index, state, self.scan,
+            lambda done: self.after_batch(migration_id, index, done), self.options.batch_size,
+        )  # fmt: skip
 
     # -- down ------------------------------------------------------------------------------------
 
@@ -295,6 +298,9 @@ class Runner(RunnerBase):
 
     def _count(self, collection: str) -> int:
         return self.db[collection].count_documents({})
+
+    def exists(self, collection: str) -> bool:
+        return collection in self.db.list_collection_names()
 
     def measure(self, collection: str) -> Figures:
         """Counted and summed inside the server (``$bsonSize``, MongoDB 4.4+); document sizes from a

@@ -9,6 +9,7 @@ from mongopat.analysis.series import SERIES_NAME, WINDOWS
 from mongopat.predictions import Figures, Prediction, prediction
 from mongopat.rules import register
 from mongopat.rules.base import CollectionEvidence, Recommendation, Rule
+from mongopat.timeseries.limits import Verdict, shown
 
 SERIES_TYPES = ("string", "objectId", "int", "long")
 
@@ -63,14 +64,14 @@ class BucketRule(Rule):
         capacity = int(self.threshold("max_bucket_bytes") // max(large, 1))
         if capacity < self.threshold("min_documents_per_bucket"):
             return []  # documents too large: a bucket would hold only a few
-        time_field, series, queried = self._keys(collection)
+        time_field, series, queried = series_keys(collection)
         if time_field is None or series is None:
             return []
         series_count = max(1, collection.cardinality(series) or 1)
-        cadence = collection.series_cadence(series, time_field) or _spread_evenly(collection, series, time_field)
+        cadence = collection.series_cadence(series, time_field) or spread_evenly(collection, series, time_field)
         if cadence is None:
             return []  # neither counted nor a span to spread the documents over: nothing to size a bucket by
-        counted = _Counted(collection, cadence)
+        counted = Counted(collection, cadence)
         max_bucket_size = int(min(1000, capacity))
         window = counted.window(self.threshold("target_bucket_documents"), max_bucket_size)
         per_bucket = counted.readings(window)
@@ -93,6 +94,9 @@ class BucketRule(Rule):
             "max_bucket_documents": max_bucket_size,
             "range_query_declared": queried,
         }
+        verdict = self._time_series_verdict(collection)
+        if verdict is not None and verdict.fits:
+            return []  # a time-series collection fits: MP113 recommends it, not buckets made by hand
         if per_bucket is None or per_bucket < minimum:
             return self._not_yet(collection, evidence, counted, declared, series_count, minimum)
         measurements = collection.measurements({"_id", time_field, series})
@@ -121,10 +125,6 @@ class BucketRule(Rule):
         before = forecast["collections"][0]["before"]
         if (after.get("data_bytes") or 0) >= (before.get("data_bytes") or 0):
             return self._not_yet(collection, evidence, counted, declared, series_count, minimum, larger=True)
-        updates = collection.declared_updates()
-        timeseries_fits = not updates
-        per_series = rate / series_count
-        granularity = "seconds" if per_series >= 1 / 60 else "minutes" if per_series >= 1 / 3600 else "hours"
         confidence = 0.55 + (0.2 if queried else 0) + (0.1 if measured and measured >= rate * 0.5 else 0)
         confidence += 0.1 if SERIES_NAME.search(series) else 0
         severity = "warning" if rate >= 10 or collection.count >= 1_000_000 else "info"
@@ -142,10 +142,12 @@ class BucketRule(Rule):
                 + ", ".join(f"{v} in {p}" for p, vs in sentinels.items() for v in vs)
                 + ") stay in the readings but are kept out of each bucket's min and max."
             )
-        if timeseries_fits:
+        if verdict is not None:
+            evidence["time_series_collection_refused"] = [b.describe() for b in verdict.blockers]
             rationale += (
-                f" No updates are declared, so a MongoDB time-series collection (timeField '{time_field}', "
-                f"metaField '{series}', granularity '{granularity}') does this bucketing for you and may fit better."
+                " A MongoDB time-series collection, the documented home of time series since 5.0, does not fit: "
+                + "; ".join(b.describe() for b in verdict.blockers)
+                + f" (judged for MongoDB {shown(verdict.version)})."
             )
         return [
             self.finding(
@@ -169,21 +171,28 @@ class BucketRule(Rule):
                     "measurements": measurements,
                     **({"sentinels": sentinels} if sentinels else {}),
                     "max_bucket_size": max_bucket_size,
-                    "alternative": {
-                        "timeseries": {"timeField": time_field, "metaField": series, "granularity": granularity}
-                    }
-                    if timeseries_fits
-                    else None,
                 },
                 prediction=forecast,
             )
         ]
 
+    def _time_series_verdict(self, collection: CollectionEvidence) -> Verdict | None:
+        """Whether a time-series collection fits the collection's readings and workload (MP113's judgement, its
+        thresholds included); None when its buckets would hold too few readings to say."""
+        from mongopat.rules.patterns.time_series import TimeSeriesRule, choose
+
+        settings = TimeSeriesRule(self.context).settings
+        access = self.context.access
+        choice = choose(collection, access.mongodb_version if access else None, settings["max_update_share"])
+        if choice is None or choice.chosen_per_bucket < settings["min_measurements_per_bucket"]:
+            return None
+        return choice.verdict
+
     def _not_yet(
         self,
         collection: CollectionEvidence,
         evidence: dict[str, Any],
-        counted: _Counted,
+        counted: Counted,
         declared: float | None,
         series_count: int,
         minimum: float,
@@ -209,6 +218,17 @@ class BucketRule(Rule):
             f"once the data holds that many (about {minimum:,.0f} per {evidence['series_key']} per hour for "
             "hourly buckets), and run recommend again."
         )
+        from mongopat.rules.patterns.time_series import TimeSeriesRule, choose
+
+        access = self.context.access
+        share = TimeSeriesRule(self.context).settings["max_update_share"]
+        choice = choose(collection, access.mongodb_version if access else None, share)
+        if choice is not None and choice.verdict.fits:
+            rationale += (
+                " By then the form is a time-series collection (timeField "
+                f"{choice.options.time_field}, metaField {choice.options.meta_field or 'none'}): nothing declared "
+                "stands in its way, and the server buckets the readings itself."
+            )
         return [
             self.finding(
                 collection.name,
@@ -224,34 +244,6 @@ class BucketRule(Rule):
                 title="Bucketing would pay only at the declared rate, not on today's data",
             )
         ]
-
-    def _keys(self, collection: CollectionEvidence) -> tuple[str | None, str | None, bool]:
-        dates = collection.date_fields()
-        queried_time = queried_series = None
-        if collection.access:
-            for query in collection.access.queries:
-                ranges = [f for f in query.filters_with(("range", "gt", "gte", "lt", "lte")) if f in dates or not dates]
-                # A field no document holds (a typo the access check warns of) keys no series.
-                equals = [f for f in query.filters_with(("eq", "in")) if collection.field(f) is not None]
-                if ranges and equals:
-                    queried_time, queried_series = ranges[0], equals[0]
-                    break
-        if queried_time and queried_series:
-            return queried_time, queried_series, True
-        time_field = dates[0] if dates else None
-        candidates = []
-        for field in collection.top_level():
-            path = field["path"]
-            if path in ("_id", time_field) or collection.dominant_type(path) not in SERIES_TYPES:
-                continue
-            distinct = collection.cardinality(path)
-            if distinct is None or distinct < 2 or field["presence"] < 0.99:
-                continue
-            if distinct * 10 > max(collection.documents_read, 1):
-                continue  # fewer than ten documents a series: not a series key
-            candidates.append((bool(SERIES_NAME.search(path)), -distinct, path))
-        series = max(candidates)[2] if candidates else None
-        return time_field, series, False
 
 
 def _embeds_documents(field: dict) -> bool:
@@ -275,7 +267,7 @@ _WINDOW_FIGURES = (
 )  # fmt: skip
 
 
-def _spread_evenly(collection: CollectionEvidence, series: str, time_field: str) -> dict[str, Any] | None:
+def spread_evenly(collection: CollectionEvidence, series: str, time_field: str) -> dict[str, Any] | None:
     """Readings per series and window where the analysis did not count them (the series key's values
     hardly recurred in the first documents): each series' documents spread evenly over the time field's
     span, never more than the documents a series has in all the data. An upper bound for series that
@@ -300,7 +292,7 @@ def _spread_evenly(collection: CollectionEvidence, series: str, time_field: str)
     }
 
 
-class _Counted:
+class Counted:
     """Readings per series per window as the analysis counted them (``series_cadence``), scaled to the
     collection when the analysis read a sample."""
 
@@ -394,3 +386,38 @@ def _bucket_header_bytes(series: str, series_bytes: int, measurements: list[str]
     fields = 5 + (1 + 4 + identity) + series_bytes + 2 * (1 + 6 + 8) + (1 + 6 + 4) + (1 + 9 + 4 + 1)
     bounds = sum(2 * (1 + len(name.rsplit(".", 1)[-1]) + 1 + 8 + 5 * name.count(".")) for name in measurements)
     return fields + 2 * (1 + 4 + 5) + bounds
+
+
+def series_keys(collection: CollectionEvidence) -> tuple[str | None, str | None, bool]:
+    """The time field and series key of readings: those a declared read filters by range and equality, else
+    the first date field and the top-level field most like a series key; and whether a read declared them."""
+    dates = collection.date_fields()
+    queried_time = queried_series = None
+    if collection.access:
+        for query in collection.access.queries:
+            ranges = [f for f in query.filters_with(("range", "gt", "gte", "lt", "lte")) if f in dates or not dates]
+            # A field no document holds (a typo the access check warns of) keys no series.
+            equals = [f for f in query.filters_with(("eq", "in")) if collection.field(f) is not None]
+            if ranges and equals:
+                queried_time, queried_series = ranges[0], equals[0]
+                break
+    if queried_time and queried_series:
+        return queried_time, queried_series, True
+    time_field = dates[0] if dates else None
+    candidates = []
+    for field in collection.top_level():
+        path = field["path"]
+        if path in ("_id", time_field) or collection.dominant_type(path) not in SERIES_TYPES:
+            continue
+        distinct = collection.cardinality(path)
+        if distinct is None or distinct < 2 or field["presence"] < 0.99:
+            continue
+        if distinct * 10 > max(collection.documents_read, 1):
+            continue  # fewer than ten documents a series: not a series key
+        top = (collection.field(path) or {}).get("cardinality", {}).get("top") or []
+        values = (collection.field(path) or {}).get("cardinality", {}).get("values") or 0
+        if top and values and top[0]["count"] >= 0.9 * values and not SERIES_NAME.search(path):
+            continue  # one value holds nearly every document: a category (a report type), not a series
+        candidates.append((bool(SERIES_NAME.search(path)), -distinct, path))
+    series = max(candidates)[2] if candidates else None
+    return time_field, series, False

@@ -1,0 +1,314 @@
+"""MP113 time_series_collection: readings a MongoDB time-series collection (5.0+) stores better than
+documents of their own or buckets made by hand."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from mongopat.analysis.series import WINDOWS
+from mongopat.predictions import prediction
+from mongopat.rules import register
+from mongopat.rules.base import CollectionEvidence, Recommendation, Rule
+from mongopat.rules.patterns.bucket import Counted, series_keys, spread_evenly
+from mongopat.timeseries.limits import Verdict, Workload, judge, parse_version, shown
+from mongopat.timeseries.options import (
+    MAX_BUCKET_BYTES,
+    MAX_MEASUREMENTS,
+    TimeSeriesOptions,
+    custom_span_for,
+    granularity_for,
+)
+
+# A time field every document must hold as a date: a time-series collection refuses a document without one.
+MIN_DATE_SHARE = 0.999
+
+
+@dataclass
+class TimeSeriesChoice:
+    """The time-series collection a collection's readings would go to, and whether it fits."""
+
+    options: TimeSeriesOptions
+    interval_seconds: float  # between two readings of one series
+    interval_basis: str
+    series: int
+    per_bucket: float  # measurements a bucket would hold, today's data
+    custom: TimeSeriesOptions | None  # a custom span (6.3+) that fills buckets better
+    custom_per_bucket: float | None
+    verdict: Verdict
+    queried: bool
+
+    @property
+    def chosen(self) -> TimeSeriesOptions:
+        """The custom span where the target version has it, else the granularity."""
+        return self.custom if self.custom is not None and self.verdict.version >= (6, 3) else self.options
+
+    @property
+    def chosen_per_bucket(self) -> float:
+        return self.custom_per_bucket if self.chosen is self.custom and self.custom_per_bucket else self.per_bucket
+
+
+def choose(collection: CollectionEvidence, mongodb_version: str | None, update_share: float) -> TimeSeriesChoice | None:
+    """The time-series collection for ``collection``'s readings (None when it holds no time series: no date
+    field, or nothing to size buckets by), with the limits its declared workload meets."""
+    time_field, series, queried = series_keys(collection)
+    if time_field == "_id":
+        # The date is the document's _id: a reading keeps its _id apart from its time (the timeField), so
+        # the date would first have to be copied into a field of its own, which no step here does.
+        time_field = next((f for f in collection.date_fields() if f != "_id"), None)
+    if time_field is None:
+        return None
+    profile = collection.profile(time_field)
+    span = float((profile or {}).get("span_seconds") or 0)
+    if span <= 0 or not collection.count:
+        return None
+    series_count = max(1, collection.cardinality(series) or 1) if series else 1
+    per_series = collection.count / series_count
+    interval, basis = span / max(per_series, 1), f"{per_series:,.1f} readings per series over {span / 86400:,.1f} days"
+    if series:
+        cadence = collection.series_cadence(series, time_field) or spread_evenly(collection, series, time_field)
+        counted = Counted(collection, cadence) if cadence else None
+        for window in WINDOWS if counted else ():
+            readings = counted.readings(window) if counted else None
+            if readings and readings >= 2:  # the finest window in which a series reads twice: its own pace
+                interval = window / readings
+                basis = f"{readings:,g} readings per {series} per {_human(window)} ({counted.basis})"
+                break
+    median = int(collection.size.get("p50") or 1)
+    by_size = max(1, MAX_BUCKET_BYTES // max(median, 1))
+
+    def filled(options: TimeSeriesOptions) -> float:
+        # A series' buckets: one per span its readings cover (the first aligned to the rounding), more where
+        # the count or bytes fill one sooner; averaged over its readings.
+        full = min(MAX_MEASUREMENTS, by_size, max(1.0, options.span_seconds / interval))
+        buckets = max(math.ceil(per_series / full), math.ceil(span / options.span_seconds + 1e-9))
+        return round(per_series / buckets, 1)
+
+    options = TimeSeriesOptions(time_field, series, granularity_for(interval))
+    span_seconds = custom_span_for(interval)
+    custom = TimeSeriesOptions(time_field, series, None, span_seconds) if span_seconds else None
+    version = parse_version(mongodb_version) if mongodb_version else None
+    workload = _workload(collection)
+    verdict = judge(workload, version, "the access file's mongodb_version", update_share)
+    field = collection.field(time_field) or {}
+    dates = sum(t["share"] for t in field.get("types", []) if t["type"] == "date") * float(field.get("presence") or 0)
+    if dates < MIN_DATE_SHARE:
+        from mongopat.timeseries.limits import Blocker
+
+        verdict.blockers.append(
+            Blocker(
+                f"{1 - dates:.1%} of the documents hold no date in {time_field}, which a time-series collection refuses"
+            )
+        )
+    return TimeSeriesChoice(
+        options, interval, basis, series_count, filled(options), custom, filled(custom) if custom else None, verdict,
+        queried,
+    )  # fmt: skip
+
+
+def _workload(collection: CollectionEvidence) -> Workload:
+    access = collection.access
+    writes = access.writes if access else None
+    indexes = collection.data.get("indexes") or []
+    return Workload(
+        inserts_per_sec=writes.inserts_per_sec if writes else None,
+        updates_per_sec=writes.updates_per_sec if writes else None,
+        deletes_per_sec=writes.deletes_per_sec if writes else None,
+        change_streams=bool(access and access.change_streams),
+        largest_document_bytes=collection.size.get("max"),
+        unique_indexes=tuple(i["name"] for i in indexes if i.get("unique") and i["name"] != "_id_"),
+        text_indexes=tuple(i["name"] for i in indexes if any(d == "text" for _k, d in i.get("key") or [])),
+    )
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = seconds / size
+            return f"1 {unit}" if round(count, 2) == 1 else f"{count:,.3g} {unit}s"
+    return "1 second" if round(seconds, 2) == 1 else f"{seconds:,.3g} seconds"
+
+
+@register
+class TimeSeriesRule(Rule):
+    """Since MongoDB 5.0 a time-series collection is the documented home of time-series data: the server
+    groups each series' readings into buckets itself and compresses them by column (5.2+), so an
+    application inserts and reads plain readings. It is recommended where the documents are readings (a
+    date in every document, a series key or one series), a bucket would hold at least
+    ``min_measurements_per_bucket`` of today's readings, and the declared workload meets none of its limits
+    on the target MongoDB version (the access file's ``mongodb_version``; without it 5.0): updates or
+    deletes of readings before 7.0, updates more than ``max_update_share`` of the inserts on any version,
+    change streams, unique or text indexes, measurements over 4 MB. Granularity comes from the time between
+    two readings of a series, counted in the data; a custom bucket span (6.3+) where it fills buckets at
+    least twice as well. Collections bucketed by hand already, and documents embedding lists of entities,
+    are left alone; where the workload meets a limit, MP101 explains which and recommends buckets made by
+    hand when they pay."""
+
+    code = "MP113"
+    name = "time_series_collection"
+    title = "Store the readings in a time-series collection"
+    defaults = {"min_documents": 1000, "min_measurements_per_bucket": 10, "max_update_share": 0.1}
+
+    def check(self, collection: CollectionEvidence) -> list[Recommendation]:
+        if collection.data.get("timeseries") or collection.count < self.threshold("min_documents"):
+            return []
+        if collection.in_place("bucket") or any(_embeds(f) for f in collection.top_level()):
+            return []
+        access = self.context.access
+        choice = choose(collection, access.mongodb_version if access else None, self.threshold("max_update_share"))
+        if choice is None or not choice.verdict.fits:
+            return []
+        per_bucket = choice.chosen_per_bucket
+        if per_bucket < self.threshold("min_measurements_per_bucket"):
+            return []
+        options = choice.chosen
+        target = f"{collection.name}_ts"
+        size = collection.size
+        mean = float(size.get("mean") or size.get("p50") or 0)
+        buckets = max(choice.series, round(collection.count / per_bucket))
+        upper = _v1_bytes(collection, options, per_bucket, buckets, mean)
+        before = {
+            "documents": collection.count,
+            "data_bytes": round(collection.count * mean),
+            "median_document_bytes": size.get("p50"),
+            "p95_document_bytes": size.get("p95"),
+        }
+        forecast = prediction(
+            [
+                {
+                    "collection": target,
+                    "before": {"documents": 0, "data_bytes": 0},
+                    "after": dict(before),  # type: ignore[typeddict-item]
+                    "basis": f"every reading of {collection.name}, read back through the time-series collection",
+                    "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": True},
+                },
+                {
+                    "collection": f"system.buckets.{target}",
+                    "before": {"documents": 0, "data_bytes": 0},
+                    "after": {"documents": buckets},
+                    "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": False},
+                    "basis": (
+                        f"{collection.count:,} readings at about {per_bucket:,g} a bucket ({choice.interval_basis}; a "
+                        f"bucket spans {_human(options.span_seconds)}, at most {MAX_MEASUREMENTS:,} readings or "
+                        f"{MAX_BUCKET_BYTES // 1024} KiB); bytes not predicted: the server compresses closed buckets "
+                        f"by column (5.2+), below the {upper:,} B they take uncompressed"
+                    ),
+                },
+            ]
+        )
+        evidence: dict[str, Any] = {
+            "documents": collection.count,
+            "time_field": options.time_field,
+            "meta_field": options.meta_field,
+            "series": choice.series,
+            "seconds_between_readings": round(choice.interval_seconds, 1),
+            "cadence_basis": choice.interval_basis,
+            "granularity": choice.options.granularity,
+            "measurements_per_bucket": per_bucket,
+            "measurements_per_bucket_by_granularity": choice.per_bucket,
+            "bucket_max_span_seconds": choice.custom.bucket_max_span_seconds if choice.custom else None,
+            "measurements_per_bucket_by_custom_span": choice.custom_per_bucket,
+            "buckets_estimate": buckets,
+            "uncompressed_bucket_bytes_estimate": upper,
+            "mongodb_version": shown(choice.verdict.version),
+            "mongodb_version_basis": choice.verdict.version_basis,
+            "declared_writes": {
+                key: getattr(collection.access.writes, f"{key}_per_sec") for key in ("inserts", "updates", "deletes")
+            }
+            if collection.access
+            else None,
+            "range_query_declared": choice.queried,
+        }
+        series_text = (
+            f"{choice.series:,} series ({options.meta_field}, the metaField)" if options.meta_field else "one series"
+        )
+        how = (
+            f"granularity '{options.granularity}'"
+            if options.granularity
+            else f"bucketMaxSpanSeconds and bucketRoundingSeconds {options.bucket_max_span_seconds:,} (6.3+)"
+        )
+        rationale = (
+            f"{collection.name} holds {collection.count:,} readings of {series_text}, timestamped by "
+            f"{options.time_field}: a series reads about once every {_human(choice.interval_seconds)} "
+            f"({choice.interval_basis}). A time-series collection ({how}) would put about {per_bucket:,g} readings "
+            f"in each bucket, about {buckets:,} buckets, compressed by column from 5.2; the application keeps "
+            "inserting and reading plain readings. MongoDB recommends it over buckets made by hand since 5.0."
+        )
+        if choice.custom and options is choice.options:
+            rationale += (
+                f" On 6.3+ a span of {_human(choice.custom.bucket_max_span_seconds or 0)} would hold about "
+                f"{choice.custom_per_bucket:,g} a bucket (set mongodb_version in the access file)."
+            )
+        if not options.meta_field:
+            rationale += (
+                " No field labels a series (none recurs in ten documents or more without one value holding nearly "
+                "all): buckets group readings by time alone, so a read of one source scans the buckets of its range "
+                "(an index on a measurement field needs 6.0+)."
+            )
+        if not collection.access:
+            rationale += " No workload is declared: updates, deletes or change streams on it would change this advice."
+        tradeoffs = [
+            f"The readings move to {target}: a time-series collection cannot be renamed ($merge cannot write into "
+            "one; $out can from 7.0.3), so the readings are copied and the application switches collections when "
+            "the migration has finished (the guide says how).",
+            "Readings have no unique _id any more, and no unique or text index can be built.",
+            "Before 7.0, updates and deletes may only match the metaField; no change stream can watch it.",
+            *choice.verdict.cautions,
+        ]
+        migration = {
+            "step": "timeseries",
+            "collection": collection.name,
+            "to": target,
+            "time_field": options.time_field,
+            "meta_field": options.meta_field,
+            "granularity": options.granularity,
+            "bucket_max_span_seconds": options.bucket_max_span_seconds,
+            "measurements_per_bucket": per_bucket,
+        }
+        confidence = 0.6 + (0.15 if choice.queried else 0) + (0.1 if collection.access else 0)
+        confidence -= 0 if options.meta_field else 0.1
+        measured, _clock = collection.measured_insert_rate()
+        rate = collection.declared_inserts() or measured or 0
+        severity = "warning" if rate >= 10 or collection.count >= 1_000_000 else "info"
+        fields = [options.time_field, *([options.meta_field] if options.meta_field else [])]
+        return [
+            self.finding(
+                collection.name,
+                fields,
+                severity,
+                confidence,
+                evidence,
+                rationale,
+                tradeoffs,
+                migration,
+                prediction=forecast,
+            )  # fmt: skip
+        ]
+
+
+def _embeds(field: dict[str, Any]) -> bool:
+    array = field.get("array")
+    if not array or (array.get("p50") or 0) <= 1 or not array.get("element_types"):
+        return False
+    return array["element_types"][0]["type"] == "object"
+
+
+def _v1_bytes(
+    collection: CollectionEvidence, options: TimeSeriesOptions, per_bucket: float, buckets: int, mean: float
+) -> int:
+    """Bytes of the buckets uncompressed (version 1): each reading's fields less the metaField, each under
+    its index in the bucket instead of its name; per bucket a header, control.min and max, and the meta."""
+    fields = [f for f in collection.top_level() if f["path"] != options.meta_field]
+    digits = len(str(max(1, int(per_bucket) - 1)))
+    meta = collection.field(options.meta_field) if options.meta_field else None
+    meta_bytes = 0
+    if meta is not None:
+        length = (meta.get("strings") or {}).get("mean_length") or 12
+        meta_bytes = 2 + len(str(options.meta_field)) + 5 + int(length)
+    renamed = sum(f["presence"] * (digits - len(f["path"])) for f in fields)
+    reading = max(8.0, mean - 5 - meta_bytes + renamed)
+    names = sum(len(f["path"]) + 2 for f in fields)
+    header = 5 + 17 + (1 + 8 + 5) + (1 + 8 + 4) + 2 * (1 + 4 + 5 + names + 8 * len(fields)) + meta_bytes
+    header += 1 + 5 + 5 + sum(5 + len(f["path"]) + 2 for f in fields)
+    return round(collection.count * reading + buckets * header)

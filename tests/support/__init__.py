@@ -1,0 +1,1 @@
+"""What several test modules share (a test module imports from here, never from another test module)."""
