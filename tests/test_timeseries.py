@@ -130,6 +130,20 @@ def test_buckets_close_at_1000_readings_at_the_end_of_their_span_and_when_time_g
     assert len(list(pack(back, options))) == 2
 
 
+def test_readings_out_of_time_order_fill_the_buckets_their_span_holds_as_on_6_3():
+    """A reading goes into an open bucket of its series whose span holds its time (6.3's reopening), else
+    opens one at its own time rounded down: shuffled readings fill overlapping buckets, a few times as many
+    as sorted ones, not one bucket per turn back in time; past the open bytes allowed, the least recently
+    written bucket closes and late readings open more."""
+    options = TimeSeriesOptions("ts", "sensor", "minutes")
+    docs = [{"_id": i, "ts": START + datetime.timedelta(minutes=7 * i), "sensor": f"s{i % 3}"} for i in range(900)]
+    shuffled = docs[:]
+    random.Random(1).shuffle(shuffled)
+    in_order, reopened = len(list(pack(docs, options))), list(pack(shuffled, options))
+    assert (in_order, len(reopened)) == (15, 35) and sum(len(b["data"]["ts"]) for b in reopened) == 900
+    assert len(list(pack(shuffled, options, open_bytes=2000))) > 200
+
+
 def test_packed_buckets_unpack_to_the_same_readings_and_pack_the_same_twice():
     options = TimeSeriesOptions("ts", "meta", "minutes")
     docs = [

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,8 @@ from mongopat.timeseries.options import MAX_BUCKET_BYTES, MAX_MEASUREMENTS, Time
 
 Document = dict[str, Any]
 COMPRESSED_SUBTYPE = 7
+# Bytes of readings the open buckets of a pack may hold before the least recently written closes.
+OPEN_BYTES = 64 * 1024 * 1024
 
 
 def normalised_meta(value: Any) -> Any:
@@ -134,13 +137,26 @@ class MeasurementError(ValueError):
     """A measurement a time-series collection refuses (no date in its time field)."""
 
 
-def pack(measurements: Iterable[Document], options: TimeSeriesOptions) -> Iterator[Document]:
-    """Version 1 buckets of ``measurements``, grouped as the server's bucket catalog does for inserts in
-    this order: one open bucket per meta value, closed when a measurement falls outside its span (or before
-    its start), or when it is full (count or bytes). Buckets come out as they close, the open ones last."""
-    open_buckets: dict[bytes, _OpenBucket] = {}
+def pack(
+    measurements: Iterable[Document], options: TimeSeriesOptions, open_bytes: int = OPEN_BYTES
+) -> Iterator[Document]:
+    """Version 1 buckets of ``measurements``, grouped as the server's bucket catalog groups inserts since
+    6.3, which reopens buckets: a measurement goes into a bucket of its series whose span holds its time
+    and that has room (1,000 measurements, about 125 KiB), else into a new one starting at its time rounded
+    down. Buckets close when full, and the least recently written when the open ones pass ``open_bytes``
+    (memory stays bounded: out-of-order readings beyond it open buckets of their own, as before 6.3);
+    the rest close at the end. Packing the same measurements in the same order gives the same buckets."""
+    open_buckets: OrderedDict[tuple[bytes, datetime.datetime], _OpenBucket] = OrderedDict()
+    starts: dict[bytes, list[datetime.datetime]] = {}  # each series' open buckets, by start
     sequences: dict[bytes, int] = {}
+    held = 0
     span = datetime.timedelta(seconds=options.span_seconds)
+
+    def close(found: tuple[bytes, datetime.datetime]) -> Document:
+        bucket = open_buckets.pop(found)
+        starts[found[0]].remove(found[1])
+        return bucket.document(options)
+
     for measurement in measurements:
         when = measurement.get(options.time_field)
         if not isinstance(when, datetime.datetime):
@@ -148,23 +164,30 @@ def pack(measurements: Iterable[Document], options: TimeSeriesOptions) -> Iterat
                 f"a document whose {options.time_field} is {type(when).__name__}, not a date: a time-series "
                 "collection refuses it"
             )
+        when = when.replace(tzinfo=None)
         has_meta = bool(options.meta_field) and options.meta_field in measurement
         meta = normalised_meta(measurement.get(options.meta_field)) if has_meta else None
         key = (b"1" + _meta_key(meta)) if has_meta else b"0"
-        bucket = open_buckets.get(key)
-        if bucket is not None and (
-            not bucket.start <= when.replace(tzinfo=None) < bucket.start + span
-            or bucket.count >= MAX_MEASUREMENTS
-            or bucket.size >= MAX_BUCKET_BYTES
-        ):
-            yield open_buckets.pop(key).document(options)
-            bucket = None
-        if bucket is None:
+        series = starts.setdefault(key, [])
+        start = next((s for s in series if s <= when < s + span), None)
+        if start is None:
             sequences[key] = sequences.get(key, -1) + 1
-            bucket = open_buckets[key] = _OpenBucket(
-                meta, has_meta, _round_down(when, options.rounding_seconds), sequences[key]
-            )
+            start = _round_down(when, options.rounding_seconds)
+            series.append(start)
+            open_buckets[(key, start)] = _OpenBucket(meta, has_meta, start, sequences[key])
+        found = (key, start)
+        bucket = open_buckets[found]
+        open_buckets.move_to_end(found)
+        before = bucket.size
         bucket.add(measurement, options)
+        held += bucket.size - before
+        if bucket.count >= MAX_MEASUREMENTS or bucket.size >= MAX_BUCKET_BYTES:
+            held -= bucket.size
+            yield close(found)
+        while held > open_bytes and open_buckets:
+            oldest = next(iter(open_buckets))
+            held -= open_buckets[oldest].size
+            yield close(oldest)
     for bucket in open_buckets.values():
         yield bucket.document(options)
 

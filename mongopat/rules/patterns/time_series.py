@@ -191,7 +191,10 @@ class TimeSeriesRule(Rule):
                     "basis": (
                         f"{collection.count:,} readings at about {per_bucket:,g} a bucket ({choice.interval_basis}; a "
                         f"bucket spans {_human(options.span_seconds)}, at most {MAX_MEASUREMENTS:,} readings or "
-                        f"{MAX_BUCKET_BYTES // 1024} KiB); bytes not predicted: the server compresses closed buckets "
+                        f"{MAX_BUCKET_BYTES // 1024} KiB; readings in time order within a series: out of order, "
+                        "more buckets overlap, and before 6.3 each turn back in time opens one); bytes not predicted: "
+                        "the server "
+                        "compresses closed buckets "
                         f"by column (5.2+), below the {upper:,} B they take uncompressed"
                     ),
                 },
