@@ -32,18 +32,25 @@ def test_every_case_file_was_read():
 
 
 def collection_data(spec: dict[str, Any]) -> dict[str, Any]:
-    """A report's collection from the compact form: ``fields`` of ``{distinct, unique, array}`` or ``{date,
-    span_hours}``; ``indexes`` as the report lists them, ``ops`` standing for ``$indexStats`` usage;
-    ``indexes_count`` adds plain indexes up to that many."""
+    """A report's collection from the compact form: ``fields`` of ``{distinct, unique, array, string, top,
+    presence}`` or ``{date, span_hours, presence}`` (``top``: ``[[value, count]...]``, the most common
+    values); ``indexes`` as the report lists them, ``ops`` standing for ``$indexStats`` usage;
+    ``indexes_count`` adds plain indexes up to that many; ``median_bytes`` the documents' size."""
     fields, time = [], []
     for path, field in (spec.get("fields") or {}).items():
-        entry: dict[str, Any] = {"path": path, "depth": path.count(".") + 1, "cardinality": None}
+        entry: dict[str, Any] = {
+            "path": path, "depth": path.count(".") + 1, "cardinality": None, "presence": field.get("presence", 1.0),
+        }  # fmt: skip
         if field.get("date"):
             entry["types"] = [{"type": "date", "share": 1.0}]
             time.append({"field": path, "span_seconds": field["span_hours"] * 3600})
         else:
-            entry["types"] = [{"type": "array" if field.get("array") else "int", "share": 1.0}]
-            entry["cardinality"] = {"distinct": field["distinct"], "all_distinct": bool(field.get("unique"))}
+            kind = "array" if field.get("array") else "string" if field.get("string") else "int"
+            entry["types"] = [{"type": kind, "share": 1.0}]
+            entry["cardinality"] = {
+                "distinct": field["distinct"], "all_distinct": bool(field.get("unique")), "values": spec["count"],
+                "top": [{"value": v, "count": n} for v, n in field["top"]] if field.get("top") else None,
+            }  # fmt: skip
         fields.append(entry)
     indexes = []
     for index in spec.get("indexes") or []:
@@ -55,7 +62,10 @@ def collection_data(spec: dict[str, Any]) -> dict[str, Any]:
     count = spec["count"]
     return {
         "name": spec["name"], "count": count, "fields": fields, "time": time, "indexes": indexes,
-        "sampling": {"documents": count}, "document_size": {}, "sharding": spec.get("sharding"),
+        "sampling": {"documents": count}, "sharding": spec.get("sharding"),
+        "document_size": dict.fromkeys(("p50", "p95", "mean", "max"), spec["median_bytes"])
+        if "median_bytes" in spec
+        else {},
     }  # fmt: skip
 
 
@@ -70,6 +80,9 @@ def _matches(found: Any, expected: dict[str, Any]) -> list[str]:
             got = got if got is not None else found.tradeoffs
         elif key in ("index", "covered_by"):
             got = found.evidence.get(key)
+        elif key.startswith(("evidence.", "migration.")):
+            part, name = key.split(".", 1)
+            got = (getattr(found, part) or {}).get(name)
         else:
             got = getattr(found, key)
         if got != want:
@@ -83,7 +96,8 @@ def test_rule_case(rule, case):
     report = {"collections": collections}
     access = None
     if "access" in case:
-        text = yaml.safe_dump({"version": 1, "collections": case["access"]}, sort_keys=False)
+        top = {"mongodb_version": case["mongodb_version"]} if "mongodb_version" in case else {}
+        text = yaml.safe_dump({"version": 1, **top, "collections": case["access"]}, sort_keys=False)
         access = parse_access_text(text, "access.yaml", [c["name"] for c in collections])
     thresholds = {rule: case["thresholds"]} if case.get("thresholds") else None
     found = run_rules(Context(report, access, thresholds), {rule})
