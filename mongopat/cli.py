@@ -203,7 +203,10 @@ def analyze(
         ),
     ] = None,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", metavar="FILE", help="Write the JSON report to this file.")
+        str | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Write the JSON report to this file instead of printing the report."
+        ),
     ] = None,
     html: HtmlOption = None,
     json_schema: Annotated[
@@ -241,15 +244,14 @@ def analyze(
             from mongopat.render.html import render_html
 
             write_text(html, render_html(report, None, show_values))
-        if format == "json":
-            if not output:  # with --output the report is in the file: the terminal is told where
-                emit_json(report)
-        elif not State.quiet or not output:
+        if output:  # the report is in the file: the terminal is told where, and nothing else
+            State.note(f"report written to {output}")
+        elif format == "json":
+            emit_json(report)
+        else:
             from mongopat.render.console import print_report
 
             print_report(report, State.stdout(), verbose=State.verbose)
-        if output:
-            State.note(f"report written to {output}")
         return 0
 
     run(body, source.uri)
@@ -282,7 +284,14 @@ def recommend(
         int | None, typer.Option("--sample", metavar="N", help="Documents to read per collection.")
     ] = None,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", metavar="FILE", help="Also write the JSON result to this file.")
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the result to this file instead of printing it: markdown with -f markdown, else the JSON "
+            "(what 'migrate plan --from' reads).",
+        ),
     ] = None,
     html: HtmlOption = None,
     show_values: ShowValuesOption = False,
@@ -322,22 +331,24 @@ def recommend(
         result = command.recommend(
             data, access, command.parse_threshold_options(threshold or []), rule, None if report else source, explain
         )
-        if output:
-            write_report(result, output)
         if html:
             write_text(html, render_html(data, result, show_values))
-        if format == "json":
-            if not output:
-                emit_json(result)
+        as_json = bool(output) and format != "markdown"  # the file plan reads
+        if output:  # the result is in the file: the terminal is told where, and nothing else
+            if as_json:
+                write_report(result, output)
+            else:
+                write_text(output, to_markdown(result))
+            State.note(f"recommendations written to {output}")
+        elif format == "json":
+            emit_json(result)
         elif format == "markdown":
             sys.stdout.write(to_markdown(result))
         else:
             print_recommendations(result, State.stdout(), verbose=State.verbose)
-        if output:
-            State.note(f"recommendations written to {output}")
         if any(rec.get("migration") for rec in result["recommendations"]):
-            saved = output or "recs.json"
-            first = "" if output else "save them with --format json -o recs.json, then "
+            saved = output if as_json else "recs.json"
+            first = "" if as_json else "save them with --format json -o recs.json, then "
             State.note(f"next: {first}mongopat migrate plan --from {saved} --dir migrations (one file per migration)")
         return 0
 

@@ -32,3 +32,24 @@ def test_access_draft_takes_collections():
     assert result.exit_code == 0, result.output
     drafted = yaml.safe_load(result.stdout)
     assert list(drafted["collections"]) == ["readings"]
+
+
+def test_output_writes_the_result_instead_of_printing_it(tmp_path):
+    """``-o FILE`` puts the output in the file (markdown with ``-f markdown``, else the JSON the next command
+    reads) and prints only where it went."""
+    import json
+
+    cases = [
+        (["analyze", "--dump", str(IOT)], "report.json", "report_version"),
+        (["recommend", "--dump", str(IOT)], "recs.json", "recommendations_version"),
+        (["recommend", "--dump", str(IOT), "-f", "json"], "recs2.json", "recommendations_version"),
+    ]
+    for args, name, key in cases:
+        result = runner.invoke(app, [*args, "-o", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+        assert result.stdout == "" and f"written to {tmp_path / name}" in result.stderr
+        assert key in json.loads((tmp_path / name).read_text())
+    markdown = runner.invoke(app, ["recommend", "--dump", str(IOT), "-f", "markdown", "-o", str(tmp_path / "a.md")])
+    assert markdown.exit_code == 0 and markdown.stdout == ""
+    assert (tmp_path / "a.md").read_text().startswith("## mongopat:")
+    assert "save them with --format json -o recs.json" in markdown.stderr
