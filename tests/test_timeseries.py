@@ -18,7 +18,7 @@ from mongopat.access.loader import AccessFileError, parse_access_text
 from mongopat.command import analyze, recommend
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import CHANGELOG
-from mongopat.migrate.script import load_folder, render
+from mongopat.migrate.script import load_folder
 from mongopat.migrate.server.runner import Runner, RunOptions
 from mongopat.sources import SourceSpec
 from mongopat.sources.dump import DumpSource
@@ -27,24 +27,7 @@ from mongopat.timeseries.limits import Workload, judge, parse_version
 from mongopat.timeseries.options import TimeSeriesOptions, custom_span_for, granularity_for
 from tests.conftest import write_archive, write_bson_dump
 from tests.rules.helpers import findings, report_of
-
-START = datetime.datetime(2026, 3, 1)
-# mongomock creates no time-series collection (the README's conformance table).
-NO_TIMESERIES = "create_collection('t', timeseries={'timeField': 'ts'}): NotImplementedError"
-
-
-def readings(n: int = 3000, every: float = 2.0, sensors: int = 10, start: datetime.datetime = START) -> list[dict]:
-    """``sensors`` series, each reading every ``every`` seconds (``n`` readings in all)."""
-    step = every / sensors
-    docs = []
-    for i in range(n):
-        when = start + datetime.timedelta(seconds=i * step)
-        oid = ObjectId(
-            int(when.replace(tzinfo=datetime.timezone.utc).timestamp()).to_bytes(4, "big") + i.to_bytes(8, "big")
-        )
-        docs.append({"_id": oid, "ts": when, "sensor": f"s{i % sensors}", "temp": 20 + (i % 7) * 0.5, "n": i})
-    return docs
-
+from tests.support.timeseries import NO_TIMESERIES, START, migration_file, readings
 
 # -- options and limits --------------------------------------------------------------------------------------
 
@@ -326,14 +309,6 @@ def test_the_access_file_takes_a_version_and_change_streams():
 
 
 # -- the step on a dump folder ---------------------------------------------------------------------------------
-
-
-def migration_file(folder: Path, **params: Any) -> Path:
-    step = {"step": "timeseries", "collection": "readings", "to": "readings_ts", "time_field": "ts",
-            "meta_field": "sensor", "granularity": "seconds", **params}  # fmt: skip
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "0001_ts.yaml").write_text(render("0001_ts", "readings into a time-series collection", [step]))
-    return folder
 
 
 def test_on_a_dump_folder_the_readings_become_buckets_mongorestore_restores_and_down_gives_the_file_back(tmp_path):

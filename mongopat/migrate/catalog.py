@@ -15,7 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
     from mongopat.timeseries.options import TimeSeriesOptions
+    from mongopat.timeseries.sync import Change, Differences, Digest
 
 
 class Catalog:
@@ -25,6 +28,9 @@ class Catalog:
         self.stats: dict[str, Any] = dict(stats or {})
         self.read = 0
         self.written = 0
+        from mongopat.timeseries.sync import Digest
+
+        self.inserted = Digest()  # readings a time-series copy inserted, in this run
 
     def record(self, **fields: Any) -> None:
         """Add ``fields`` to the step's figures and save them before anything else happens."""
@@ -94,19 +100,40 @@ class Catalog:
         """Create the time-series collection ``name``."""
         raise NotImplementedError
 
-    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> None:
-        """Every document of ``collection`` into the time-series collection ``to``, none twice (a reading
-        has no unique ``_id`` there), resuming from the step's checkpoint; documents without a date in the
-        time field stay out, counted in the step's ``refused``."""
+    #: Whether :meth:`copy_measurements` adds to what the time-series collection holds from the step's
+    #: checkpoint (and counts what it added in :attr:`inserted`), rather than writing it whole.
+    copies_incrementally = False
+
+    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> Digest | None:
+        """Copy the documents of ``collection`` with a date in the time field into the time-series
+        collection ``to``, none twice (a reading has no unique ``_id`` there), resuming from the step's
+        checkpoint. Returns the digest of what ``to`` holds when the copy is known to agree with
+        ``collection`` (nothing wrote either meanwhile), else None: the step then compares the two."""
         raise NotImplementedError
 
-    def copy_back(self, to: str, collection: str) -> None:
-        """The readings of ``to`` whose ``_id`` ``collection`` lacks (the application's since), into it."""
+    def copied_through(self, collection: str) -> Any:
+        """Once a copy agrees with ``collection``: its greatest ``_id``, from which the copy's next passes
+        start (the readings inserted after it are the step's pending documents); None where a backend copies
+        whole."""
+        return None
+
+    def readings(self, collection: str, time_field: str | None) -> Iterator[dict[str, Any]]:
+        """The documents of ``collection`` holding a date in ``time_field`` (every one when None; of a
+        time-series collection, its readings), decoded."""
         raise NotImplementedError
 
-    def missing_measurements(self, collection: str, to: str, time: str) -> int:
-        """Documents of ``collection`` with a date in ``time`` that no reading of ``to`` stands for (by
-        ``_id``, or by count where the backend cannot match them one by one cheaply)."""
+    def undated(self, collection: str, time_field: str) -> int:
+        """Documents of ``collection`` without a date in ``time_field``: no time-series collection takes them."""
+        raise NotImplementedError
+
+    def write_readings(self, to: str, changes: Iterable[Change]) -> None:
+        """Make the time-series collection ``to`` hold the truth's version of each change (a ``missing``
+        reading inserted, one that ``differs`` replaced, an ``extra`` removed)."""
+        raise NotImplementedError
+
+    def write_source(self, collection: str, changes: Iterable[Change], compared: Differences) -> int:
+        """The same for an ordinary collection, each document changed only while it is still the version
+        ``compared`` read; returns how many the application's writes overtook (left as they are)."""
         raise NotImplementedError
 
     def drop_timeseries(self, name: str) -> None:

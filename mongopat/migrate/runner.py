@@ -343,13 +343,19 @@ class RunnerBase:
         return {m.id: self.verify_migration(m) for m in chosen}
 
     def verify_migration(self, migration: Migration) -> list[str]:
+        return [problem for _index, problems in self.verify_steps(migration) for problem in problems]
+
+    def verify_steps(self, migration: Migration) -> list[tuple[int, list[str]]]:
+        """Each step's problems, for the steps that have some."""
         entry = self.changelog.get(migration.id) or {}
         steps = entry.get("steps") or []
-        problems: list[str] = []
+        found = []
         for index, step in enumerate(migration.steps):
             state = steps[index] if index < len(steps) else {}
-            problems.extend(self.kind(step).verify(migration.id, index, step, state))
-        return problems
+            problems = self.kind(step).verify(migration.id, index, step, state)
+            if problems:
+                found.append((index, problems))
+        return found
 
     def _down_targets(self, to: str | None) -> list[Migration]:
         """What ``down`` reverts: the last applied migration, every one after ``to``, or all (``base``)."""
@@ -427,8 +433,12 @@ class RunnerBase:
                 outcome = self._run_step_retrying(migration.id, index, step)
                 figures = {} if outcome is None else {"stats": outcome.stats}
                 self.changelog.step(migration.id, index, state="applied", **figures)
-            problems = self.verify_migration(migration)
-            if problems:
+            found = self.verify_steps(migration)
+            if found:
+                for index, _problems in found:
+                    if migration.steps[index].type.reruns_when_behind:
+                        self.changelog.step(migration.id, index, state="running")
+                problems = [problem for _index, step_problems in found for problem in step_problems]
                 raise OperationFailed(f"{migration.id}: verification failed: {'; '.join(problems)}")
         except LockLost:
             raise  # the changelog belongs to the run that took the lock over

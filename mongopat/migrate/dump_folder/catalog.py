@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from mongopat.migrate.catalog import Catalog, index_name
 from mongopat.migrate.transform_api import hashable_key as _key
 from mongopat.timeseries.buckets import BUCKETS_PREFIX, pack
 from mongopat.timeseries.options import TimeSeriesOptions
+from mongopat.timeseries.sync import Change, Differences, Digest, reading_hash
 
 if TYPE_CHECKING:
     from mongopat.migrate.dump_folder.files import DumpFolder, FileChangelog
@@ -203,20 +204,22 @@ class DumpFolderCatalog(Catalog):
         }
         self._write_metadata(name, metadata)
 
-    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> None:
+    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> Digest | None:
         # One pass, written under a temporary name and renamed: a crash leaves no half file, and a run
-        # again writes the same buckets (their _ids come from what they hold).
+        # again writes the same buckets (their _ids come from what they hold). Nothing writes a dump folder
+        # meanwhile, so the buckets hold exactly the dated documents: their digest is returned.
         from mongopat.migrate.dump_folder.files import count_records
 
         if self.files.file_of(collection) is None:
             raise OperationFailed(f"collection {collection!r} not found in {self.folder}")
-        refused = 0
+        refused, digest = 0, Digest()
 
         def dated() -> Iterator[dict[str, Any]]:
             nonlocal refused
             for document in self.files.read(collection):
                 self.read += 1
                 if isinstance(document.get(options.time_field), datetime.datetime):
+                    digest.add(reading_hash(document))
                     yield document
                 else:
                     refused += 1
@@ -230,36 +233,52 @@ class DumpFolderCatalog(Catalog):
             os.fsync(handle.fileno())
         temporary.replace(final)
         self.written = self.read - refused
-        self.record(refused=refused, buckets=count_records(final))
+        self.record(buckets=count_records(final))
+        return digest
 
-    def copy_back(self, to: str, collection: str) -> None:
+    def readings(self, collection: str, time_field: str | None) -> Iterator[dict[str, Any]]:
+        for document in self.files.read(collection):
+            if time_field is None or isinstance(document.get(time_field), datetime.datetime):
+                yield document
+
+    def undated(self, collection: str, time_field: str) -> int:
+        return sum(1 for d in self.files.read(collection) if not isinstance(d.get(time_field), datetime.datetime))
+
+    def write_readings(self, to: str, changes: Iterable[Change]) -> None:
+        raise OperationFailed(f"{to}: a dump folder's time-series collection is written whole, by copy_measurements")
+
+    def write_source(self, collection: str, changes: Iterable[Change], compared: Differences) -> int:
+        """The collection's file written again: documents changed in the time-series copy in its version,
+        those it no longer holds left out, the readings only it holds added at the end."""
         from mongopat.migrate.dump_folder.files import DocumentWriter
 
-        present = {_key(d.get("_id")) for d in self.files.read(collection)}
-        extra = [m for m in self.files.read(to) if _key(m.get("_id")) not in present]
-        if not extra:
-            return
+        wanted: dict[Any, Change] = {}
+        added = []
+        for change in changes:
+            if change.kind == "missing":
+                added.append(change.document)
+            else:
+                wanted[_key(change.id)] = change
         path = self.files.file_of(collection)
         suffix = self.files.suffix_like(collection) if path is not None else ".bson"
         temporary = self.files.temp_path(f"{collection}{suffix}")
         writer = DocumentWriter(temporary, suffix, self.files.canonical(collection))
         try:
             for document in self.files.read(collection):
+                change = wanted.get(_key(document.get("_id")))
+                if change is None:
+                    writer.write(document)
+                elif change.kind == "differs" and change.document is not None:
+                    writer.write(change.document)
+                    self.written += 1
+                # an extra: the time-series copy no longer holds it, so neither does the collection
+            for document in added:
                 writer.write(document)
-            for document in extra:
-                writer.write(document)
+                self.written += 1
         finally:
             writer.close()
         temporary.replace(self.folder / f"{collection}{suffix}")
-        self.written += len(extra)
-
-    def missing_measurements(self, collection: str, to: str, time: str) -> int:
-        have = {_key(m.get("_id")) for m in self.files.read(to)}
-        return sum(
-            1
-            for d in self.files.read(collection)
-            if isinstance(d.get(time), datetime.datetime) and _key(d.get("_id")) not in have
-        )
+        return 0
 
     def drop_timeseries(self, name: str) -> None:
         (self.folder / f"{BUCKETS_PREFIX}{name}.bson").unlink(missing_ok=True)

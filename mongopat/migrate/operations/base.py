@@ -62,6 +62,9 @@ class StepType:
     creates: tuple[str, ...] = ()
     # Optional parameters 'migrate new' leaves to fill in all the same (one of several that are needed).
     fill_in: tuple[str, ...] = ()
+    # A step whose verification finds its copy behind the collection (the application wrote behind it)
+    # runs again on the next up, instead of staying applied and failing verification for ever.
+    reruns_when_behind: bool = False
 
 
 STR, INT, NUM, LIST, DICT, ANY = str, int, (int, float), list, dict, object

@@ -14,11 +14,13 @@ copies them.
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING, Any
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.operations.base import INT, NUM, STR, CollectionOperation, Param, Step, StepError, StepType
 from mongopat.timeseries.options import TimeSeriesOptions
+from mongopat.timeseries.sync import Change, Differences, Digest, reading_hash
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -58,6 +60,7 @@ class Operation(CollectionOperation):
         },
         "move the readings into a time-series collection",
         creates=("to",),
+        reruns_when_behind=True,
     )
 
     def check(self, params: dict[str, Any]) -> None:
@@ -84,7 +87,11 @@ class Operation(CollectionOperation):
         if to not in names:
             catalog.record(created=to)  # before the command: a crash after it leaves a collection that is ours
             catalog.create_timeseries(to, options)
-        catalog.copy_measurements(step.collection, to, options)
+        copied = Digest.from_list(catalog.stats.get("copy_digest"))
+        if copied is not None and Digest.of(catalog.readings(to, None)) != copied:
+            _after_the_switch(step, catalog, options)
+        else:
+            _copy(step, catalog, options)
         refused = catalog.stats.get("refused")
         if refused:  # the step is not done: the next up copies them once they hold a date
             raise OperationFailed(
@@ -94,30 +101,65 @@ class Operation(CollectionOperation):
             )
 
     def revert(self, step: Step, catalog: Catalog) -> None:
-        to = step.params["to"]
+        """Give the original collection what the application wrote to the time-series one since the last
+        ``up`` made them agree, then drop it; a reading changed in both since is refused, not guessed. The
+        application writes the original collection again by then (the guide says so); one still writing
+        the time-series collection is chased a few passes, then refused before anything is dropped."""
+        to, time = step.params["to"], step.params["time_field"]
         if to not in catalog.names() or catalog.stats.get("created") != to:
             return
-        # What the application wrote to the new collection since goes back where down leaves the readings.
-        catalog.copy_back(to, step.collection)
+        for _pass in range(SYNC_PASSES):
+            copied = Digest.from_list(catalog.stats.get("copy_digest"))
+            source = Digest.from_list(catalog.stats.get("source_digest"))
+            with Differences(catalog.readings(step.collection, time), time) as compared:
+                found = compared.compare(catalog.readings(to, None))
+                if not found.total or compared.truth == copied:
+                    break  # nothing to give back: the original holds every reading the application wrote
+                # The application wrote the time-series collection: its writes go back.
+                if compared.replica == source:
+                    changes = [c for c in compared.changes() if not _expired(c, step)]
+                else:
+                    changes = _unambiguous(step, catalog, compared)
+                overtaken = catalog.write_source(step.collection, changes, compared)
+                if overtaken:
+                    raise OperationFailed(
+                        f"timeseries down: {overtaken:,} reading(s) of {step.collection} were written by the "
+                        f"application while down gave back those of {to}; {to} is kept: run migrate down again"
+                    )
+                # Both agree now: what a next pass finds in the copy was written while this one ran.
+                catalog.record(copy_digest=compared.truth.to_list(), source_digest=compared.truth.to_list())
+        else:
+            raise OperationFailed(
+                f"timeseries down: the application still writes {to}; switch it back to {step.collection}, "
+                "then run migrate down again (what it wrote so far is in both)"
+            )
         catalog.drop_timeseries(to)
 
     def verify(self, step: Step, catalog: Catalog) -> list[str]:
-        to = step.params["to"]
+        to, time = step.params["to"], step.params["time_field"]
         if to not in catalog.names():
             return [f"{to}: missing"]
         problems = []
         options = catalog.options(to).get("timeseries")
         if not options or not options_of(step).same_as(options):
             problems.append(f"{to}: not a time-series collection with the step's options (its options: {options})")
-        missing = catalog.missing_measurements(step.collection, to, step.params["time_field"])
-        if missing:
-            problems.append(
-                f"{to}: {missing:,} reading(s) of {step.collection} missing (written since up? run migrate up)"
-            )
+        copied = Digest.from_list(catalog.stats.get("copy_digest"))
+        with Differences(catalog.readings(to, None)) as compared:
+            found = compared.compare(catalog.readings(step.collection, time))
+            if compared.replica == copied or copied is None:  # the application has not written it yet
+                late = sum(1 for c in compared.changes("missing") if _after_copied(c.id, catalog.stats))
+                behind = found.total - late
+                if behind:
+                    problems.append(
+                        f"{to}: {found.missing - late:,} reading(s) of {step.collection} missing, {found.differs:,} in "
+                        f"another version and {found.extra:,} that {step.collection} no longer holds (written in "
+                        f"{step.collection} behind the copy): up runs the step again after a failed verification; "
+                        "once applied, migrate down then migrate up copies them again"
+                    )
         refused = catalog.stats.get("refused")
         if refused:
             problems.append(
-                f"{step.collection}: {refused:,} document(s) without a date in {step.params['time_field']} stay there "
+                f"{step.collection}: {refused:,} document(s) without a date in {time} stay there "
                 "only: a time-series collection refuses them"
             )
         return problems
@@ -183,3 +225,99 @@ class Operation(CollectionOperation):
                 f"drop `{old}` once nothing reads it (`migrate down` needs it until then)",
             ],
         }
+
+
+# Passes comparing the two collections while the application writes, before the rest is the next up's.
+SYNC_PASSES = 3
+
+
+def _copy(step: Step, catalog: Catalog, options: TimeSeriesOptions) -> None:
+    """Copy, then compare until the copy agrees with the collection (the application may update, delete
+    or insert behind the copy while it runs); record what both held then. Each comparison first takes the
+    collection's greatest ``_id``: readings inserted after it are left to the pending documents, so that
+    none is copied twice."""
+    to = step.params["to"]
+    agreed = catalog.copy_measurements(step.collection, to, options)
+    boundary = None
+    for _pass in range(SYNC_PASSES):
+        if agreed is not None:
+            break
+        boundary = catalog.copied_through(step.collection)
+        with Differences(catalog.readings(to, None)) as compared:
+            compared.compare(catalog.readings(step.collection, options.time_field))
+            changes = [c for c in compared.changes() if not (c.kind == "missing" and _later(c.id, boundary))]
+            if changes:
+                catalog.write_readings(to, changes)
+            if not changes or _pass == SYNC_PASSES - 1:
+                agreed = compared.truth  # what the copy holds now, but the pending readings
+                for change in compared.changes("missing"):
+                    if _later(change.id, boundary) and change.document is not None:
+                        agreed.remove(reading_hash(change.document))
+    assert agreed is not None
+    catalog.record(
+        source_digest=agreed.to_list(), copy_digest=agreed.to_list(), synced_to=boundary,
+        refused=catalog.undated(step.collection, options.time_field),
+    )  # fmt: skip
+
+
+def _after_the_switch(step: Step, catalog: Catalog, options: TimeSeriesOptions) -> None:
+    """The application has written the time-series collection: it is the application's now. Only the
+    readings inserted into the old collection behind the last one copied go over (the copy's passes, from
+    its checkpoint); anything else that differs is counted and left to the user."""
+    to = step.params["to"]
+    if not catalog.copies_incrementally:
+        # A backend that writes the copy whole would overwrite the application's readings.
+        raise OperationFailed(
+            f"timeseries: {to} was written since the last up: its readings are the application's now, and this "
+            "backend writes a time-series collection only whole"
+        )
+    catalog.copy_measurements(step.collection, to, options)
+    for key in ("copy_digest", "source_digest"):
+        recorded = Digest.from_list(catalog.stats.get(key))
+        if recorded is not None:
+            catalog.stats[key] = recorded.plus(catalog.inserted).to_list()
+    catalog.record(switched=True, refused=catalog.undated(step.collection, options.time_field))
+
+
+def _expired(change: Change, step: Step) -> bool:
+    """A reading only the original holds whose time the time-series collection's expiry is past: the
+    server removed it, the application did not."""
+    expiry = step.params.get("expire_after_seconds")
+    if change.kind != "extra" or expiry is None or change.time is None:
+        return False
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return change.time < now - datetime.timedelta(seconds=int(expiry))
+
+
+def _after_copied(value: Any, stats: dict[str, Any]) -> bool:
+    """Whether ``_id`` ``value`` sorts after every one the last comparison saw (inserted since: pending)."""
+    return _later(value, stats.get("synced_to"))
+
+
+def _later(value: Any, last: Any) -> bool:
+    try:
+        return last is not None and type(value) is type(last) and value > last
+    except TypeError:
+        return False
+
+
+def _unambiguous(step: Step, catalog: Catalog, compared: Differences) -> list[Change]:
+    """Both collections were written since the last up: readings only the time-series collection holds go
+    back; one in another version in each, or only in the original (deleted from the copy, or never in it),
+    cannot be told apart unless it was inserted after the copy or expired: refused, nothing written."""
+    changes, doubtful = [], 0
+    for change in compared.changes():
+        if change.kind == "missing":
+            changes.append(change)
+        elif change.kind == "extra" and (_expired(change, step) or _after_copied(change.id, catalog.stats)):
+            continue
+        else:
+            doubtful += 1
+    if doubtful:
+        raise OperationFailed(
+            f"timeseries down: {doubtful:,} reading(s) differ between {step.collection} and {step.params['to']}, and "
+            "both collections were written since the last up, so mongopat cannot tell which write is the "
+            "application's last; nothing was written",
+            hint=f"make them agree (or copy what {step.collection} lacks by hand), then run migrate down again",
+        )
+    return changes

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import bson
@@ -14,8 +14,10 @@ from pymongo.errors import BulkWriteError, CollectionInvalid, OperationFailure, 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import Changelog
 from mongopat.migrate.catalog import Catalog
-from mongopat.migrate.server.document_versions import raw_bytes
+from mongopat.migrate.server.document_versions import raw_bytes, unchanged_since
+from mongopat.migrate.transform_api import hashable_key as _key
 from mongopat.timeseries.options import TimeSeriesOptions
+from mongopat.timeseries.sync import Change, Differences, Digest, reading_hash
 
 # Passes of a copy that chase an application inserting behind it, before the rest is left to the next up.
 MAX_PASSES = 5
@@ -25,6 +27,8 @@ SERVER_KEYS = ("v", "ns")
 
 
 class ServerCatalog(Catalog):
+    copies_incrementally = True
+
     def __init__(
         self,
         db: Any,
@@ -116,7 +120,10 @@ class ServerCatalog(Catalog):
             reason = (exc.details or {}).get("errmsg", str(exc))
             raise OperationFailed(f"creating the time-series collection {name} failed: {reason}") from None
 
-    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> None:
+    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> Digest | None:
+        # Passes in _id order from the checkpoint: the bulk of the copy, paced and resumable. What a scan
+        # cannot see (updates and deletes behind it, inserts below its position) the step's comparison
+        # finds after; hence None: the copy is not known to agree with the collection yet.
         target, time = self.db[to], options.time_field
         last_id, has_last = self.state.get("last_id"), self.state.get("has_last", False)
         unsure = True  # the first batch of a run may have been written, in part, by the run a crash stopped
@@ -138,7 +145,7 @@ class ServerCatalog(Catalog):
                 self.after_batch(self.read)
             if not copied:
                 break  # a pass found nothing behind the last reading copied: caught up
-        self._reconcile(collection, to, time, last_id, has_last)
+        return None
 
     def _insert_missing(self, target: Any, documents: list[Any], time: str, unsure: bool) -> int:
         """Insert the dated ``documents`` (those ``target`` lacks, when ``unsure``), in order."""
@@ -148,53 +155,91 @@ class ServerCatalog(Catalog):
             dated = [d for d in dated if d["_id"] not in present]
         if dated:
             target.insert_many(dated, ordered=True)
+            for document in dated:
+                self.inserted.add(reading_hash(document))
         return len(dated)
 
-    def _reconcile(self, collection: str, to: str, time: str, last_id: Any, has_last: bool) -> None:
-        """Counts first: every dated document up to the last copied has its reading. Where one lacks it (a
-        document inserted behind the scan, its ``_id`` below ones copied already), a pass over the whole
-        collection inserts the readings missing, and only those."""
-        source, target = self.db[collection], self.db[to]
-        dated = {time: {"$type": "date"}}
-        upto = {"_id": {"$lte": last_id}} if has_last else {}
-        refused = source.count_documents({time: {"$not": {"$type": "date"}}})
-        missing = source.count_documents({**upto, **dated}) - target.count_documents(upto)
-        if missing > 0:
-            for batch in self.scan(collection, None, False):
-                documents = [bson.decode(raw_bytes(d)) for d in batch]
-                self.written += self._insert_missing(target, documents, time, True)
-                self.after_batch(self.read)
-        self.record(refused=refused, reconciled=max(0, missing))
+    def copied_through(self, collection: str) -> Any:
+        last = next(iter(self.db[collection].find({}, {"_id": 1}, sort=[("_id", -1)], limit=1)), None)
+        if last is None:
+            return None
+        self.changelog.step(self.migration_id, self.index, last_id=last["_id"], has_last=True)
+        return last["_id"]
 
-    def copy_back(self, to: str, collection: str) -> None:
-        source, back = self.db[to], self.db[collection]
-        chunk: list[Any] = []
-        for reading in source.find({}):
-            chunk.append(reading)
-            if len(chunk) >= self.batch_size:
-                self._restore(back, chunk)
-                chunk = []
-        if chunk:
-            self._restore(back, chunk)
+    def readings(self, collection: str, time_field: str | None) -> Iterator[dict[str, Any]]:
+        where = {} if time_field is None else {time_field: {"$type": "date"}}
+        return iter(self.db[collection].find(where, batch_size=self.batch_size))
 
-    def _restore(self, back: Any, readings: list[Any]) -> None:
-        present = {d["_id"] for d in back.find({"_id": {"$in": [r["_id"] for r in readings]}}, {"_id": 1})}
-        missing = [r for r in readings if r["_id"] not in present]
-        if not missing:
-            return
-        try:
-            back.insert_many(missing, ordered=False)
-        except BulkWriteError as exc:  # inserted meanwhile by the application: theirs stays
-            if any(error.get("code") != 11000 for error in exc.details.get("writeErrors", [])):
-                raise
-        self.written += len(missing)
-        self.after_batch(self.written)
+    def undated(self, collection: str, time_field: str) -> int:
+        return self.db[collection].count_documents({time_field: {"$not": {"$type": "date"}}})
 
-    def missing_measurements(self, collection: str, to: str, time: str) -> int:
-        last_id, has_last = self.state.get("last_id"), self.state.get("has_last", False)
-        upto = {"_id": {"$lte": last_id}} if has_last else {}
-        dated = {time: {"$type": "date"}}
-        return max(0, self.db[collection].count_documents({**upto, **dated}) - self.db[to].count_documents(upto))
+    def write_readings(self, to: str, changes: Iterable[Change]) -> None:
+        target = self.db[to]
+        for chunk in _chunks(changes, self.batch_size):
+            # A time-series collection updates no reading before 7.0: a reading in another version is
+            # deleted and inserted again. A crash between the two leaves it missing, which the next
+            # comparison finds.
+            gone = [c.id for c in chunk if c.kind != "missing"]
+            if gone:
+                try:
+                    target.delete_many({"_id": {"$in": gone}})
+                except OperationFailure as exc:
+                    reason = (exc.details or {}).get("errmsg", str(exc))
+                    raise OperationFailed(
+                        f"{len(gone):,} reading(s) of {to} must be replaced or removed (the application updated or "
+                        f"deleted them in the original collection after they were copied), which this server "
+                        f"refuses: {reason}. MongoDB deletes single readings of a time-series collection from "
+                        "7.0; before, stop updating and deleting readings, run 'mongopat migrate down' and "
+                        "'mongopat migrate up' again"
+                    ) from None
+            documents = [c.document for c in chunk if c.document is not None]
+            if documents:
+                target.insert_many(documents, ordered=True)
+            self.written += len(documents)
+            self.after_batch(self.read)
+
+    def write_source(self, collection: str, changes: Iterable[Change], compared: Differences) -> int:
+        """Each change made only while the document is still the version compared (a compare-and-swap on
+        its bytes); returns the changes the application's own writes overtook, left as they are."""
+        source, overtaken = self.db[collection], 0
+        for chunk in _chunks(changes, self.batch_size):
+            inserts = [c.document for c in chunk if c.kind == "missing" and c.document is not None]
+            if inserts:
+                try:
+                    source.insert_many(inserts, ordered=False)
+                except BulkWriteError as exc:  # inserted meanwhile by the application: theirs stays
+                    errors = exc.details.get("writeErrors", [])
+                    if any(error.get("code") != 11000 for error in errors):
+                        raise
+                    overtaken += len(errors)
+                self.written += len(inserts)
+            rest = [c for c in chunk if c.kind != "missing"]
+            current = {_key(d["_id"]): d for d in source.find({"_id": {"$in": [c.id for c in rest]}})}
+            for change in rest:
+                found = current.get(_key(change.id))
+                if found is None or reading_hash(found) != compared.replica_hash(change.id):
+                    overtaken += 1  # changed since it was compared: the application's write stands
+                    continue
+                where = unchanged_since(found)
+                if change.kind == "extra":
+                    done = source.delete_one(where).deleted_count
+                else:
+                    done = source.replace_one(where, change.document).matched_count
+                overtaken += 0 if done else 1
+                self.written += 1 if done else 0
+            self.after_batch(self.written)
+        return overtaken
 
     def drop_timeseries(self, name: str) -> None:
         self.db[name].drop()  # drops the view and its buckets
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
