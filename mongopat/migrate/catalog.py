@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from mongopat.timeseries.options import TimeSeriesOptions
-    from mongopat.timeseries.sync import Change, Differences, Digest
+    from mongopat.timeseries.sync import Change, Digest
+    from mongopat.timeseries.unwind import Readings
 
 
 class Catalog:
@@ -104,9 +105,12 @@ class Catalog:
     #: checkpoint (and counts what it added in :attr:`inserted`), rather than writing it whole.
     copies_incrementally = False
 
-    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> Digest | None:
-        """Copy the documents of ``collection`` with a date in the time field into the time-series
-        collection ``to``, none twice (a reading has no unique ``_id`` there), resuming from the step's
+    def copy_measurements(
+        self, collection: str, to: str, options: TimeSeriesOptions, source: Readings
+    ) -> Digest | None:
+        """Copy the readings of ``collection`` (``source`` tells them: its dated documents, or the dated
+        elements of its hand-made buckets) into the time-series collection ``to``, none twice (a reading
+        has no unique ``_id`` there), resuming from the step's
         checkpoint. Returns the digest of what ``to`` holds when the copy is known to agree with
         ``collection`` (nothing wrote either meanwhile), else None: the step then compares the two."""
         raise NotImplementedError
@@ -131,9 +135,16 @@ class Catalog:
         reading inserted, one that ``differs`` replaced, an ``extra`` removed)."""
         raise NotImplementedError
 
-    def write_source(self, collection: str, changes: Iterable[Change], compared: Differences) -> int:
+    def documents(self, collection: str, ids: list[Any]) -> list[dict[str, Any]]:
+        """The documents of ``collection`` with these ``_id``s, decoded."""
+        raise NotImplementedError
+
+    def write_source(
+        self, collection: str, changes: Iterable[Change], expected: Callable[[Any], int | None]
+    ) -> int:
         """The same for an ordinary collection, each document changed only while it is still the version
-        ``compared`` read; returns how many the application's writes overtook (left as they are)."""
+        compared (``expected``: the hash it had then, by ``_id``); returns how many the application's
+        writes overtook (left as they are)."""
         raise NotImplementedError
 
     def drop_timeseries(self, name: str) -> None:

@@ -20,7 +20,7 @@ import hashlib
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -99,6 +99,9 @@ class Change:
     id: Any
     document: Document | None
     time: datetime.datetime | None = None
+    # Where the replica keeps the reading (``locate``'s bytes), for a replica that is not one document a
+    # reading: the bucket holding it and its place there.
+    locator: bytes | None = None
 
 
 @dataclass
@@ -119,79 +122,89 @@ class Differences:
     walks the truth against them and keeps each change (with the truth's reading) in a second table, so
     that a caller decides what to do once both digests are known, before anything is written."""
 
-    def __init__(self, replica: Iterable[Document], time_field: str | None = None) -> None:
+    def __init__(
+        self,
+        replica: Iterable[Document],
+        time_field: str | None = None,
+        locate: Callable[[Document], bytes | None] | None = None,
+    ) -> None:
         handle, self.path = tempfile.mkstemp(prefix="mongopat-sync-", suffix=".sqlite")
         os.close(handle)
         self.db = sqlite3.connect(self.path)
         self.db.execute("PRAGMA journal_mode=OFF")
         self.db.execute("PRAGMA synchronous=OFF")
         self.db.execute(
-            "CREATE TABLE replica (k BLOB PRIMARY KEY, h INTEGER, n INTEGER, t REAL, seen INTEGER DEFAULT 0)"
+            "CREATE TABLE replica (k BLOB PRIMARY KEY, h INTEGER, n INTEGER, t REAL, at BLOB, seen INTEGER DEFAULT 0)"
         )
-        self.db.execute("CREATE TABLE changes (i INTEGER PRIMARY KEY, k BLOB, kind TEXT, doc BLOB, t REAL)")
+        self.db.execute("CREATE TABLE changes (i INTEGER PRIMARY KEY, k BLOB, kind TEXT, doc BLOB, t REAL, at BLOB)")
         self.replica = Digest()
         self.truth = Digest()
         self.summary = Summary()
-        rows: list[tuple[bytes, int, float | None]] = []
+        rows: list[tuple[bytes, int, float | None, bytes | None]] = []
         for document in replica:
             hashed = reading_hash(document)
             self.replica.add(hashed)
-            rows.append((key_of(document.get("_id")), _signed(hashed), _stamp(document, time_field)))
+            at = locate(document) if locate else None
+            rows.append((key_of(document.get("_id")), _signed(hashed), _stamp(document, time_field), at))
             if len(rows) >= CHUNK:
                 self._load(rows)
                 rows = []
         self._load(rows)
 
-    def _load(self, rows: list[tuple[bytes, int, float | None]]) -> None:
+    def _load(self, rows: list[tuple[bytes, int, float | None, bytes | None]]) -> None:
         # A second reading of one _id (time-series collections keep no unique _id) marks the row as
         # several, so that it never counts as agreeing.
         self.db.executemany(
-            "INSERT INTO replica (k, h, n, t) VALUES (?, ?, 1, ?) ON CONFLICT(k) DO UPDATE SET n = n + 1", rows
+            "INSERT INTO replica (k, h, n, t, at) VALUES (?, ?, 1, ?, ?) ON CONFLICT(k) DO UPDATE SET n = n + 1", rows
         )
 
-    def compare(self, truth: Iterable[Document]) -> Summary:
+    def compare(self, truth: Iterable[Document], locate: Callable[[Document], bytes | None] | None = None) -> Summary:
         """Walk the truth's readings: those the replica lacks (``missing``) or holds in another version or
-        more than once (``differs``), then the ``_id``s only the replica holds (``extra``)."""
-        chunk: list[tuple[bytes, int, Document]] = []
+        more than once (``differs``), then the ``_id``s only the replica holds (``extra``). A change found
+        in the truth is located by ``locate`` where given, else where the replica keeps it."""
+        chunk: list[tuple[bytes, int, Document, bytes | None]] = []
         for document in truth:
             hashed = reading_hash(document)
             self.truth.add(hashed)
-            chunk.append((key_of(document.get("_id")), hashed, document))
+            chunk.append((key_of(document.get("_id")), hashed, document, locate(document) if locate else None))
             if len(chunk) >= CHUNK:
                 self._compare(chunk)
                 chunk = []
         self._compare(chunk)
-        extra = [(k, "extra", None, t) for k, t in self.db.execute("SELECT k, t FROM replica WHERE seen = 0")]
-        self.db.executemany("INSERT INTO changes (k, kind, doc, t) VALUES (?, ?, ?, ?)", extra)
+        unseen = self.db.execute("SELECT k, t, at FROM replica WHERE seen = 0")
+        extra = [(k, "extra", None, t, at) for k, t, at in unseen]
+        self.db.executemany("INSERT INTO changes (k, kind, doc, t, at) VALUES (?, ?, ?, ?, ?)", extra)
         self.summary.extra = len(extra)
         return self.summary
 
-    def _compare(self, chunk: list[tuple[bytes, int, Document]]) -> None:
+    def _compare(self, chunk: list[tuple[bytes, int, Document, bytes | None]]) -> None:
         if not chunk:
             return
-        keys = [k for k, _h, _d in chunk]
+        keys = [k for k, _h, _d, _at in chunk]
         marks = ",".join("?" * len(keys))
-        known = {k: (h, n) for k, h, n in self.db.execute(f"SELECT k, h, n FROM replica WHERE k IN ({marks})", keys)}
+        rows = list(self.db.execute(f"SELECT k, h, n, at FROM replica WHERE k IN ({marks})", keys))
+        known = {k: (h, n) for k, h, n, _at in rows}
+        located = {k: at for k, _h, _n, at in rows}
         self.db.executemany("UPDATE replica SET seen = seen + 1 WHERE k = ?", [(k,) for k in keys if k in known])
         found = []
-        for key, hashed, document in chunk:
+        for key, hashed, document, at in chunk:
             version = known.get(key)
             if version is None:
-                found.append((key, "missing", bson.encode(document)))
+                found.append((key, "missing", bson.encode(document), at))
                 self.summary.missing += 1
             elif version != (_signed(hashed), 1):
-                found.append((key, "differs", bson.encode(document)))
+                found.append((key, "differs", bson.encode(document), at or located.get(key)))
                 self.summary.differs += 1
-        self.db.executemany("INSERT INTO changes (k, kind, doc) VALUES (?, ?, ?)", found)
+        self.db.executemany("INSERT INTO changes (k, kind, doc, at) VALUES (?, ?, ?, ?)", found)
 
     def changes(self, *kinds: str) -> Iterator[Change]:
         """The changes kept by :meth:`compare` (of ``kinds``, or all), in the order found."""
         wanted = kinds or ("missing", "differs", "extra")
         marks = ",".join("?" * len(wanted))
-        query = f"SELECT k, kind, doc, t FROM changes WHERE kind IN ({marks}) ORDER BY i"
-        for key, kind, doc, stamp in self.db.execute(query, wanted):
+        query = f"SELECT k, kind, doc, t, at FROM changes WHERE kind IN ({marks}) ORDER BY i"
+        for key, kind, doc, stamp, at in self.db.execute(query, wanted):
             when = None if stamp is None else datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc)
-            yield Change(kind, id_of(key), None if doc is None else bson.decode(doc), when)
+            yield Change(kind, id_of(key), None if doc is None else bson.decode(doc), when, at)
 
     def replica_hash(self, value: Any) -> int | None:
         """The hash of the replica's reading of ``_id`` ``value`` as compared (None: it had none, or several)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,8 @@ from mongopat.migrate.catalog import Catalog, index_name
 from mongopat.migrate.transform_api import hashable_key as _key
 from mongopat.timeseries.buckets import BUCKETS_PREFIX, pack
 from mongopat.timeseries.options import TimeSeriesOptions
-from mongopat.timeseries.sync import Change, Differences, Digest, reading_hash
+from mongopat.timeseries.sync import Change, Digest, reading_hash
+from mongopat.timeseries.unwind import Readings
 
 if TYPE_CHECKING:
     from mongopat.migrate.dump_folder.files import DumpFolder, FileChangelog
@@ -204,7 +205,9 @@ class DumpFolderCatalog(Catalog):
         }
         self._write_metadata(name, metadata)
 
-    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> Digest | None:
+    def copy_measurements(
+        self, collection: str, to: str, options: TimeSeriesOptions, source: Readings
+    ) -> Digest | None:
         # One pass, written under a temporary name and renamed: a crash leaves no half file, and a run
         # again writes the same buckets (their _ids come from what they hold). Nothing writes a dump folder
         # meanwhile, so the buckets hold exactly the dated documents: their digest is returned.
@@ -218,11 +221,11 @@ class DumpFolderCatalog(Catalog):
             nonlocal refused
             for document in self.files.read(collection):
                 self.read += 1
-                if isinstance(document.get(options.time_field), datetime.datetime):
-                    digest.add(reading_hash(document))
-                    yield document
-                else:
-                    refused += 1
+                refused += source.refused(document)
+                for reading in source.of(document):
+                    digest.add(reading_hash(reading))
+                    self.written += 1
+                    yield reading
 
         final = self.folder / f"{BUCKETS_PREFIX}{to}.bson"
         temporary = self.files.temp_path(final.name)
@@ -232,7 +235,6 @@ class DumpFolderCatalog(Catalog):
             handle.flush()
             os.fsync(handle.fileno())
         temporary.replace(final)
-        self.written = self.read - refused
         self.record(buckets=count_records(final))
         return digest
 
@@ -247,7 +249,13 @@ class DumpFolderCatalog(Catalog):
     def write_readings(self, to: str, changes: Iterable[Change]) -> None:
         raise OperationFailed(f"{to}: a dump folder's time-series collection is written whole, by copy_measurements")
 
-    def write_source(self, collection: str, changes: Iterable[Change], compared: Differences) -> int:
+    def documents(self, collection: str, ids: list[Any]) -> list[dict[str, Any]]:
+        wanted = {_key(i) for i in ids}
+        return [d for d in self.files.read(collection) if _key(d.get("_id")) in wanted]
+
+    def write_source(
+        self, collection: str, changes: Iterable[Change], expected: Callable[[Any], int | None]
+    ) -> int:
         """The collection's file written again: documents changed in the time-series copy in its version,
         those it no longer holds left out, the readings only it holds added at the end."""
         from mongopat.migrate.dump_folder.files import DocumentWriter

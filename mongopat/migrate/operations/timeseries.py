@@ -15,18 +15,43 @@ copies them.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.operations.base import INT, NUM, STR, CollectionOperation, Param, Step, StepError, StepType
+from mongopat.migrate.transform_api import hashable_key
 from mongopat.timeseries.options import TimeSeriesOptions
 from mongopat.timeseries.sync import Change, Differences, Digest, reading_hash
+from mongopat.timeseries.unwind import Place, Readings
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
     from mongopat.guide.reads import ReadPlan
     from mongopat.guide.writes import WritePlan
     from mongopat.migrate.catalog import Catalog
+
+
+def readings_of(step: Step) -> Readings:
+    """What the step's collection holds as readings (its dated documents, or its buckets' elements)."""
+    p = step.params
+    return Readings(
+        p["time_field"], p.get("unwind"), p.get("meta_field"), p.get("count_field"), p.get("start_field"),
+        p.get("end_field"), int(p.get("max_readings") or 1000),
+    )  # fmt: skip
+
+
+def source_readings(step: Step, catalog: Catalog, source: Readings) -> Iterator[dict[str, Any]]:
+    """The readings of the step's collection, streamed (``source.locate`` names each one's bucket)."""
+    if not source.unwinds:
+        return catalog.readings(step.collection, step.params["time_field"])
+    return source.stream(catalog.readings(step.collection, None))
+
+
+def refused_readings(step: Step, catalog: Catalog, source: Readings) -> int:
+    if not source.unwinds:
+        return catalog.undated(step.collection, step.params["time_field"])
+    return sum(source.refused(d) for d in catalog.readings(step.collection, None))
 
 
 def options_of(step: Step) -> TimeSeriesOptions:
@@ -57,6 +82,12 @@ class Operation(CollectionOperation):
             "bucket_max_span_seconds": Param(INT, required=False, help="a custom bucket span (6.3+)"),
             "expire_after_seconds": Param(INT, required=False, help="readings expire this long after their time"),
             "measurements_per_bucket": Param(NUM, required=False, help="predicted readings a bucket (the guide's)"),
+            # Buckets made by hand, unwound: the array of readings, and what down keeps up to date.
+            "unwind": Param(STR, required=False, help="the array of readings of buckets made by hand"),
+            "count_field": Param(STR, required=False, help="a hand-made bucket's count of readings"),
+            "start_field": Param(STR, required=False, help="a hand-made bucket's first time"),
+            "end_field": Param(STR, required=False, help="a hand-made bucket's last time"),
+            "max_readings": Param(INT, required=False, help="readings a bucket down makes holds at most"),
         },
         "move the readings into a time-series collection",
         creates=("to",),
@@ -70,6 +101,8 @@ class Operation(CollectionOperation):
             raise StepError("timeseries: meta_field and time_field must differ")
         if params.get("meta_field") == "_id":
             raise StepError("timeseries: _id cannot be the meta_field")
+        if params.get("unwind") is None and any(params.get(k) for k in ("count_field", "start_field", "end_field")):
+            raise StepError("timeseries: count_field, start_field and end_field describe buckets: give unwind too")
         options_of(Step(self.type, "-", params))
 
     def written_fields(self, step: Step) -> set[str]:
@@ -108,10 +141,12 @@ class Operation(CollectionOperation):
         to, time = step.params["to"], step.params["time_field"]
         if to not in catalog.names() or catalog.stats.get("created") != to:
             return
+        readings = readings_of(step)
         for _pass in range(SYNC_PASSES):
             copied = Digest.from_list(catalog.stats.get("copy_digest"))
             source = Digest.from_list(catalog.stats.get("source_digest"))
-            with Differences(catalog.readings(step.collection, time), time) as compared:
+            replica = source_readings(step, catalog, readings)
+            with Differences(replica, time, readings.locate) as compared:
                 found = compared.compare(catalog.readings(to, None))
                 if not found.total or compared.truth == copied:
                     break  # nothing to give back: the original holds every reading the application wrote
@@ -120,7 +155,10 @@ class Operation(CollectionOperation):
                     changes = [c for c in compared.changes() if not _expired(c, step)]
                 else:
                     changes = _unambiguous(step, catalog, compared)
-                overtaken = catalog.write_source(step.collection, changes, compared)
+                if readings.unwinds:
+                    overtaken = _back_into_buckets(step, catalog, readings, changes)
+                else:
+                    overtaken = catalog.write_source(step.collection, changes, compared.replica_hash)
                 if overtaken:
                     raise OperationFailed(
                         f"timeseries down: {overtaken:,} reading(s) of {step.collection} were written by the "
@@ -144,10 +182,11 @@ class Operation(CollectionOperation):
         if not options or not options_of(step).same_as(options):
             problems.append(f"{to}: not a time-series collection with the step's options (its options: {options})")
         copied = Digest.from_list(catalog.stats.get("copy_digest"))
+        readings = readings_of(step)
         with Differences(catalog.readings(to, None)) as compared:
-            found = compared.compare(catalog.readings(step.collection, time))
+            found = compared.compare(source_readings(step, catalog, readings), readings.locate)
             if compared.replica == copied or copied is None:  # the application has not written it yet
-                late = sum(1 for c in compared.changes("missing") if _after_copied(c.id, catalog.stats))
+                late = sum(1 for c in compared.changes("missing") if _after_copied(_holder(c), catalog.stats))
                 behind = found.total - late
                 if behind:
                     problems.append(
@@ -178,7 +217,7 @@ class Operation(CollectionOperation):
         has not switched yet); None before a run copied any."""
         if not state.get("has_last"):
             return None
-        return {"_id": {"$gt": state.get("last_id")}, step.params["time_field"]: {"$type": "date"}}
+        return readings_of(step).pending(state.get("last_id"))
 
     # -- the guide ---------------------------------------------------------------------------------
 
@@ -236,27 +275,27 @@ def _copy(step: Step, catalog: Catalog, options: TimeSeriesOptions) -> None:
     or insert behind the copy while it runs); record what both held then. Each comparison first takes the
     collection's greatest ``_id``: readings inserted after it are left to the pending documents, so that
     none is copied twice."""
-    to = step.params["to"]
-    agreed = catalog.copy_measurements(step.collection, to, options)
+    to, readings = step.params["to"], readings_of(step)
+    agreed = catalog.copy_measurements(step.collection, to, options, readings)
     boundary = None
     for _pass in range(SYNC_PASSES):
         if agreed is not None:
             break
         boundary = catalog.copied_through(step.collection)
         with Differences(catalog.readings(to, None)) as compared:
-            compared.compare(catalog.readings(step.collection, options.time_field))
-            changes = [c for c in compared.changes() if not (c.kind == "missing" and _later(c.id, boundary))]
+            compared.compare(source_readings(step, catalog, readings), readings.locate)
+            changes = [c for c in compared.changes() if not (c.kind == "missing" and _later(_holder(c), boundary))]
             if changes:
                 catalog.write_readings(to, changes)
             if not changes or _pass == SYNC_PASSES - 1:
                 agreed = compared.truth  # what the copy holds now, but the pending readings
                 for change in compared.changes("missing"):
-                    if _later(change.id, boundary) and change.document is not None:
+                    if _later(_holder(change), boundary) and change.document is not None:
                         agreed.remove(reading_hash(change.document))
     assert agreed is not None
     catalog.record(
         source_digest=agreed.to_list(), copy_digest=agreed.to_list(), synced_to=boundary,
-        refused=catalog.undated(step.collection, options.time_field),
+        refused=refused_readings(step, catalog, readings),
     )  # fmt: skip
 
 
@@ -271,12 +310,43 @@ def _after_the_switch(step: Step, catalog: Catalog, options: TimeSeriesOptions) 
             f"timeseries: {to} was written since the last up: its readings are the application's now, and this "
             "backend writes a time-series collection only whole"
         )
-    catalog.copy_measurements(step.collection, to, options)
+    readings = readings_of(step)
+    catalog.copy_measurements(step.collection, to, options, readings)
     for key in ("copy_digest", "source_digest"):
         recorded = Digest.from_list(catalog.stats.get(key))
         if recorded is not None:
             catalog.stats[key] = recorded.plus(catalog.inserted).to_list()
-    catalog.record(switched=True, refused=catalog.undated(step.collection, options.time_field))
+    catalog.record(switched=True, refused=refused_readings(step, catalog, readings))
+
+
+def _back_into_buckets(step: Step, catalog: Catalog, readings: Readings, changes: list[Change]) -> int:
+    """Readings changed or removed in the time-series collection change or leave their elements; readings
+    no bucket held go into new buckets of their series. Each bucket is written only while it is still the
+    version read (its hash when compared)."""
+    by_bucket: dict[Any, list[Change]] = {}
+    hashes: dict[Any, int] = {}
+    places: dict[Any, Any] = {}
+    new = []
+    for change in changes:
+        if change.kind == "missing" or change.locator is None:
+            if change.document is not None:
+                new.append(change.document)
+            continue
+        place = Place.from_bytes(change.locator)
+        key = hashable_key(place.bucket)
+        by_bucket.setdefault(key, []).append(change)
+        hashes[key], places[key] = place.bucket_hash, place.bucket
+    bucket_changes: list[Change] = []
+    for bucket in catalog.documents(step.collection, list(places.values())):
+        key = hashable_key(bucket.get("_id"))
+        if reading_hash(bucket) != hashes.get(key):
+            continue  # written since it was compared: write_source counts it as overtaken
+        rebuilt = readings.rebuilt(bucket, by_bucket[key])
+        kind = "extra" if rebuilt is None else "differs"
+        bucket_changes.append(Change(kind, bucket.get("_id"), rebuilt))  # type: ignore[arg-type]
+    missing = len(places) - len(bucket_changes)
+    bucket_changes.extend(Change("missing", b["_id"], b) for b in readings.new_buckets(new))
+    return missing + catalog.write_source(step.collection, bucket_changes, lambda i: hashes.get(hashable_key(i)))
 
 
 def _expired(change: Change, step: Step) -> bool:
@@ -294,6 +364,11 @@ def _after_copied(value: Any, stats: dict[str, Any]) -> bool:
     return _later(value, stats.get("synced_to"))
 
 
+def _holder(change: Change) -> Any:
+    """The ``_id`` of the document holding a changed reading: its own, or its hand-made bucket's."""
+    return Place.from_bytes(change.locator).bucket if change.locator else change.id
+
+
 def _later(value: Any, last: Any) -> bool:
     try:
         return last is not None and type(value) is type(last) and value > last
@@ -309,7 +384,7 @@ def _unambiguous(step: Step, catalog: Catalog, compared: Differences) -> list[Ch
     for change in compared.changes():
         if change.kind == "missing":
             changes.append(change)
-        elif change.kind == "extra" and (_expired(change, step) or _after_copied(change.id, catalog.stats)):
+        elif change.kind == "extra" and (_expired(change, step) or _after_copied(_holder(change), catalog.stats)):
             continue
         else:
             doubtful += 1

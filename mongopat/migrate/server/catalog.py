@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -17,7 +16,8 @@ from mongopat.migrate.catalog import Catalog
 from mongopat.migrate.server.document_versions import raw_bytes, unchanged_since
 from mongopat.migrate.transform_api import hashable_key as _key
 from mongopat.timeseries.options import TimeSeriesOptions
-from mongopat.timeseries.sync import Change, Differences, Digest, reading_hash
+from mongopat.timeseries.sync import Change, Digest, reading_hash
+from mongopat.timeseries.unwind import Readings
 
 # Passes of a copy that chase an application inserting behind it, before the rest is left to the next up.
 MAX_PASSES = 5
@@ -120,11 +120,13 @@ class ServerCatalog(Catalog):
             reason = (exc.details or {}).get("errmsg", str(exc))
             raise OperationFailed(f"creating the time-series collection {name} failed: {reason}") from None
 
-    def copy_measurements(self, collection: str, to: str, options: TimeSeriesOptions) -> Digest | None:
+    def copy_measurements(
+        self, collection: str, to: str, options: TimeSeriesOptions, source: Readings
+    ) -> Digest | None:
         # Passes in _id order from the checkpoint: the bulk of the copy, paced and resumable. What a scan
         # cannot see (updates and deletes behind it, inserts below its position) the step's comparison
         # finds after; hence None: the copy is not known to agree with the collection yet.
-        target, time = self.db[to], options.time_field
+        target = self.db[to]
         last_id, has_last = self.state.get("last_id"), self.state.get("has_last", False)
         unsure = True  # the first batch of a run may have been written, in part, by the run a crash stopped
         for _pass in range(MAX_PASSES):
@@ -132,7 +134,7 @@ class ServerCatalog(Catalog):
             budget = self.db[collection].estimated_document_count() // self.batch_size + 1
             for batch in self.scan(collection, last_id, has_last, budget=budget):
                 documents = [bson.decode(raw_bytes(d)) for d in batch]
-                written = self._insert_missing(target, documents, time, unsure)
+                written = self._insert_missing(target, [r for d in documents for r in source.of(d)], unsure)
                 unsure = False
                 last_id, has_last = documents[-1]["_id"], True
                 copied += len(documents)
@@ -147,9 +149,8 @@ class ServerCatalog(Catalog):
                 break  # a pass found nothing behind the last reading copied: caught up
         return None
 
-    def _insert_missing(self, target: Any, documents: list[Any], time: str, unsure: bool) -> int:
-        """Insert the dated ``documents`` (those ``target`` lacks, when ``unsure``), in order."""
-        dated = [d for d in documents if isinstance(d.get(time), datetime.datetime)]
+    def _insert_missing(self, target: Any, dated: list[Any], unsure: bool) -> int:
+        """Insert the ``dated`` readings (those ``target`` lacks, when ``unsure``), in order."""
         if unsure and dated:
             present = {d["_id"] for d in target.find({"_id": {"$in": [d["_id"] for d in dated]}}, {"_id": 1})}
             dated = [d for d in dated if d["_id"] not in present]
@@ -198,7 +199,15 @@ class ServerCatalog(Catalog):
             self.written += len(documents)
             self.after_batch(self.read)
 
-    def write_source(self, collection: str, changes: Iterable[Change], compared: Differences) -> int:
+    def documents(self, collection: str, ids: list[Any]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(ids), self.batch_size):
+            found.extend(self.db[collection].find({"_id": {"$in": ids[start : start + self.batch_size]}}))
+        return found
+
+    def write_source(
+        self, collection: str, changes: Iterable[Change], expected: Callable[[Any], int | None]
+    ) -> int:
         """Each change made only while the document is still the version compared (a compare-and-swap on
         its bytes); returns the changes the application's own writes overtook, left as they are."""
         source, overtaken = self.db[collection], 0
@@ -217,7 +226,7 @@ class ServerCatalog(Catalog):
             current = {_key(d["_id"]): d for d in source.find({"_id": {"$in": [c.id for c in rest]}})}
             for change in rest:
                 found = current.get(_key(change.id))
-                if found is None or reading_hash(found) != compared.replica_hash(change.id):
+                if found is None or reading_hash(found) != expected(change.id):
                     overtaken += 1  # changed since it was compared: the application's write stands
                     continue
                 where = unchanged_since(found)

@@ -184,9 +184,11 @@ class BucketRule(Rule):
         settings = TimeSeriesRule(self.context).settings
         access = self.context.access
         choice = choose(collection, access.mongodb_version if access else None, settings["max_update_share"])
-        if choice is None or choice.chosen_per_bucket < settings["min_measurements_per_bucket"]:
+        if choice is None:
             return None
-        return choice.verdict
+        # Buckets that today's data fills, or the declared inserts would (MP113 then says from when).
+        filled = max(choice.chosen_per_bucket, choice.chosen_declared_per_bucket or 0)
+        return choice.verdict if filled >= settings["min_measurements_per_bucket"] else None
 
     def _not_yet(
         self,

@@ -30,7 +30,7 @@ class TimeSeriesChoice:
     """The time-series collection a collection's readings would go to, and whether it fits."""
 
     options: TimeSeriesOptions
-    interval_seconds: float  # between two readings of one series
+    interval_seconds: float  # between two readings of one series, counted in today's data
     interval_basis: str
     series: int
     per_bucket: float  # measurements a bucket would hold, today's data
@@ -38,6 +38,10 @@ class TimeSeriesChoice:
     custom_per_bucket: float | None
     verdict: Verdict
     queried: bool
+    # From the declared inserts, where the access file gives them: the pace the collection will live with.
+    declared_interval_seconds: float | None = None
+    declared_per_bucket: float | None = None
+    custom_declared_per_bucket: float | None = None
 
     @property
     def chosen(self) -> TimeSeriesOptions:
@@ -47,6 +51,18 @@ class TimeSeriesChoice:
     @property
     def chosen_per_bucket(self) -> float:
         return self.custom_per_bucket if self.chosen is self.custom and self.custom_per_bucket else self.per_bucket
+
+    @property
+    def chosen_declared_per_bucket(self) -> float | None:
+        if self.chosen is self.custom and self.custom_declared_per_bucket:
+            return self.custom_declared_per_bucket
+        return self.declared_per_bucket
+
+    @property
+    def pace_seconds(self) -> float:
+        """The time between two readings of a series the options are chosen for: the declared pace where
+        there is one (the collection lives with it from now on), else the counted one."""
+        return self.declared_interval_seconds or self.interval_seconds
 
 
 def choose(collection: CollectionEvidence, mongodb_version: str | None, update_share: float) -> TimeSeriesChoice | None:
@@ -83,10 +99,18 @@ def choose(collection: CollectionEvidence, mongodb_version: str | None, update_s
         # the count or bytes fill one sooner; averaged over its readings.
         full = min(MAX_MEASUREMENTS, by_size, max(1.0, options.span_seconds / interval))
         buckets = max(math.ceil(per_series / full), math.ceil(span / options.span_seconds + 1e-9))
-        return round(per_series / buckets, 1)
+        return round(per_series / min(buckets, max(per_series, 1.0)), 1)  # a bucket holds one reading at least
 
-    options = TimeSeriesOptions(time_field, series, granularity_for(interval))
-    span_seconds = custom_span_for(interval)
+    declared = collection.declared_inserts()
+    declared_interval = series_count / declared if declared else None
+    pace = declared_interval or interval
+
+    def filled_at(options: TimeSeriesOptions, seconds: float) -> float:
+        # Readings arriving at a steady pace: a bucket fills its span, or its count or bytes first.
+        return round(min(MAX_MEASUREMENTS, by_size, max(1.0, options.span_seconds / seconds)), 1)
+
+    options = TimeSeriesOptions(time_field, series, granularity_for(pace))
+    span_seconds = custom_span_for(pace)
     custom = TimeSeriesOptions(time_field, series, None, span_seconds) if span_seconds else None
     version = parse_version(mongodb_version) if mongodb_version else None
     workload = _workload(collection)
@@ -103,7 +127,9 @@ def choose(collection: CollectionEvidence, mongodb_version: str | None, update_s
         )
     return TimeSeriesChoice(
         options, interval, basis, series_count, filled(options), custom, filled(custom) if custom else None, verdict,
-        queried,
+        queried, declared_interval,
+        filled_at(options, declared_interval) if declared_interval else None,
+        filled_at(custom, declared_interval) if custom and declared_interval else None,
     )  # fmt: skip
 
 
@@ -160,8 +186,10 @@ class TimeSeriesRule(Rule):
         if choice is None or not choice.verdict.fits:
             return []
         per_bucket = choice.chosen_per_bucket
-        if per_bucket < self.threshold("min_measurements_per_bucket"):
-            return []
+        minimum = self.threshold("min_measurements_per_bucket")
+        if per_bucket < minimum:
+            declared = choice.chosen_declared_per_bucket
+            return [self._not_yet(collection, choice)] if declared and declared >= minimum else []
         options = choice.chosen
         target = f"{collection.name}_ts"
         size = collection.size
@@ -186,16 +214,16 @@ class TimeSeriesRule(Rule):
                 {
                     "collection": f"system.buckets.{target}",
                     "before": {"documents": 0, "data_bytes": 0},
-                    "after": {"documents": buckets},
+                    "after": {"documents": buckets, "data_bytes": upper},
+                    "at_most": ["data_bytes"],
                     "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": False},
                     "basis": (
                         f"{collection.count:,} readings at about {per_bucket:,g} a bucket ({choice.interval_basis}; a "
                         f"bucket spans {_human(options.span_seconds)}, at most {MAX_MEASUREMENTS:,} readings or "
                         f"{MAX_BUCKET_BYTES // 1024} KiB; readings in time order within a series: out of order, "
-                        "more buckets overlap, and before 6.3 each turn back in time opens one); bytes not predicted: "
-                        "the server "
-                        "compresses closed buckets "
-                        f"by column (5.2+), below the {upper:,} B they take uncompressed"
+                        "more buckets overlap, and before 6.3 each turn back in time opens one); bytes at most "
+                        f"{upper:,}, what the buckets take uncompressed (version 1, as a dump folder's migration "
+                        "writes them): a 5.2+ server compresses closed buckets by column, below that"
                     ),
                 },
             ]
@@ -207,6 +235,8 @@ class TimeSeriesRule(Rule):
             "series": choice.series,
             "seconds_between_readings": round(choice.interval_seconds, 1),
             "cadence_basis": choice.interval_basis,
+            "seconds_between_readings_declared": _rounded(choice.declared_interval_seconds),
+            "measurements_per_bucket_declared": choice.chosen_declared_per_bucket,
             "granularity": choice.options.granularity,
             "measurements_per_bucket": per_bucket,
             "measurements_per_bucket_by_granularity": choice.per_bucket,
@@ -238,6 +268,12 @@ class TimeSeriesRule(Rule):
             f"in each bucket, about {buckets:,} buckets, compressed by column from 5.2; the application keeps "
             "inserting and reading plain readings. MongoDB recommends it over buckets made by hand since 5.0."
         )
+        if choice.declared_interval_seconds:
+            rationale += (
+                f" At the declared {collection.declared_inserts():,g} inserts/s a series reads every "
+                f"{_human(choice.declared_interval_seconds)}, about {choice.chosen_declared_per_bucket:,g} readings "
+                f"a bucket: the {'span' if options.bucket_max_span_seconds else 'granularity'} follows that pace."
+            )
         if choice.custom and options is choice.options:
             rationale += (
                 f" On 6.3+ a span of {_human(choice.custom.bucket_max_span_seconds or 0)} would hold about "
@@ -288,6 +324,68 @@ class TimeSeriesRule(Rule):
                 prediction=forecast,
             )  # fmt: skip
         ]
+
+    def _not_yet(self, collection: CollectionEvidence, choice: TimeSeriesChoice) -> Recommendation:
+        """The declared inserts would fill buckets, today's data would not: moved now, each reading would
+        take a bucket of its own (larger than the document it was), so no migration is offered; the
+        finding says which collection to create for the new readings and from when moving the old pays."""
+        options = choice.chosen
+        size = collection.size
+        mean = float(size.get("mean") or size.get("p50") or 0)
+        per_bucket = max(choice.chosen_per_bucket, 1.0)
+        buckets = max(choice.series, round(collection.count / per_bucket))
+        upper = _v1_bytes(collection, options, per_bucket, buckets, mean)
+        today = round(collection.count * mean)
+        how = (
+            f"granularity '{options.granularity}'"
+            if options.granularity
+            else f"bucketMaxSpanSeconds and bucketRoundingSeconds {options.bucket_max_span_seconds:,} (6.3+)"
+        )
+        meta = f"metaField {options.meta_field}" if options.meta_field else "no metaField"
+        rationale = (
+            f"At the declared {collection.declared_inserts():,g} inserts/s across {choice.series:,} series a series "
+            f"reads every {_human(choice.pace_seconds)}: a time-series collection (timeField {options.time_field}, "
+            f"{meta}, {how}) would hold about {choice.chosen_declared_per_bucket:,g} readings a bucket. Today's "
+            f"data holds {choice.chosen_per_bucket:,g} a bucket ({choice.interval_basis}): moved now, its "
+            f"{collection.count:,} readings would take about {buckets:,} buckets, up to {upper:,} B uncompressed "
+            f"against {today:,} B of documents today, so no migration is offered. Create the time-series "
+            f"collection for the readings to come (createCollection('{collection.name}_ts', "
+            f"{{timeseries: {_shell(options.create_options())}}})), or plan the move once the data holds about "
+            f"{self.threshold('min_measurements_per_bucket'):,g} readings of a series a bucket, and run recommend "
+            "again."
+        )
+        evidence: dict[str, Any] = {
+            "documents": collection.count,
+            "time_field": options.time_field,
+            "meta_field": options.meta_field,
+            "series": choice.series,
+            "granularity": options.granularity,
+            "bucket_max_span_seconds": options.bucket_max_span_seconds,
+            "seconds_between_readings": round(choice.interval_seconds, 1),
+            "cadence_basis": choice.interval_basis,
+            "seconds_between_readings_declared": _rounded(choice.declared_interval_seconds),
+            "measurements_per_bucket": choice.chosen_per_bucket,
+            "measurements_per_bucket_declared": choice.chosen_declared_per_bucket,
+            "buckets_estimate_today": buckets,
+            "uncompressed_bucket_bytes_estimate_today": upper,
+            "data_bytes_today": today,
+            "mongodb_version": shown(choice.verdict.version),
+        }
+        fields = [options.time_field, *([options.meta_field] if options.meta_field else [])]
+        return self.finding(
+            collection.name, fields, "info", 0.5, evidence, rationale,
+            tradeoffs=list(choice.verdict.cautions),
+            title="A time-series collection would pay at the declared rate, not on today's data",
+        )  # fmt: skip
+
+
+def _shell(options: dict[str, Any]) -> str:
+    """Options as the shell writes them: {timeField: 'ts', granularity: 'seconds'}."""
+    return "{" + ", ".join(f"{k}: {v!r}" if isinstance(v, str) else f"{k}: {v}" for k, v in options.items()) + "}"
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def _embeds(field: dict[str, Any]) -> bool:
