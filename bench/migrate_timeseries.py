@@ -29,6 +29,7 @@ from bson import ObjectId
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.server.runner import Runner, RunOptions
 from mongopat.sources.dump import DumpSource
+from mongopat.timeseries.sync import canonical
 
 START = datetime.datetime(2026, 1, 1)
 
@@ -96,30 +97,53 @@ def main() -> None:
                 f"{shape:8} {len(documents):>7,} {best_copy:>8.2f} {best_ts:>13.2f} "
                 f"{len(documents) / best_ts:>8,.0f} {best_ts / best_copy:>6.2f}"
             )
-            # The round trip, the application writing.
+            # The round trip, the application writing: inserts, updates and deletes of readings in the old
+            # collection while up runs, then (switched) in the new one; after down the old collection must
+            # hold exactly what the application's acknowledged writes left.
             client.drop_database(db.name)
             db.readings.insert_many(documents)
-            written: list[Any] = []
+            model = {d["_id"]: dict(d) for d in documents}
+            rng = random.Random(7)
 
-            def application(*_args: Any, time_field: str = time_field, written: list[Any] = written) -> None:
-                reading = {"_id": ObjectId(), time_field: START, "temp": -1.0}
-                db.readings.insert_one(reading)
-                written.append(reading["_id"])
+            def write(collection: Any, time_field: str = time_field, model: dict = model, rng: Any = rng) -> None:
+                roll = rng.random()
+                if roll < 0.5:
+                    reading = {"_id": ObjectId(), time_field: START, "temp": rng.random()}
+                    collection.insert_one(reading)
+                    model[reading["_id"]] = reading
+                elif roll < 0.8:
+                    chosen = rng.choice(list(model))
+                    collection.update_many({"_id": chosen}, {"$set": {"temp": -1.0}})
+                    model[chosen] = {**model[chosen], "temp": -1.0}
+                else:
+                    chosen = rng.choice(list(model))
+                    collection.delete_many({"_id": chosen})
+                    del model[chosen]
+
+            writes = {"n": 0}
+
+            def application(*_args: Any, writes: dict = writes, write: Any = write) -> None:
+                if writes["n"] < 30:
+                    write(db.readings)
+                    writes["n"] += 1
 
             folder = work / f"{shape}-trip"
             run = Runner(db, migrations(folder, step), RunOptions(batch_size=1000, on_batch=application))
             run.up()
-            db.readings.insert_one({"_id": ObjectId(), time_field: START, "temp": -2.0})
+            write(db.readings)  # after up, before the switch
             Runner(db, load_folder(folder), RunOptions()).up()
-            db.readings_ts.insert_one({"_id": ObjectId(), time_field: START, "temp": -3.0})
+            agreed = sorted(canonical(d) for d in db.readings_ts.find()) == sorted(canonical(d) for d in model.values())
+            for _ in range(3):  # switched: the application writes the time-series collection
+                write(db.readings_ts)
             copied = db.readings_ts.count_documents({})
             Runner(db, load_folder(folder), RunOptions()).down()
-            total = db.readings.count_documents({})
-            expected = len(documents) + len(written) + 2
+            kept = sorted(canonical(d) for d in db.readings.find()) == sorted(canonical(d) for d in model.values())
+            gone = "readings_ts" not in db.list_collection_names()
+            verdict = "holds exactly what the application wrote" if kept and gone else "DIFFERS: LOST"
             print(
-                f"  round trip: {len(written)} application inserts during up; after the second up {copied:,} "
-                f"readings in readings_ts; after down {total:,} in readings (expected {expected:,}): "
-                + ("nothing lost" if total == expected and "readings_ts" not in db.list_collection_names() else "LOST")
+                f"  round trip: {writes['n'] + 1} application writes in readings (inserts, updates, deletes) "
+                f"during and after up, the copy {'agreeing' if agreed else 'NOT agreeing'} with them; 3 in "
+                f"readings_ts after the switch ({copied:,} readings); after down readings {verdict}"
             )
     finally:
         client.drop_database(db.name)

@@ -459,8 +459,9 @@ def test_guide_json_is_relaxed_extended_json(tmp_path):
 
 def test_real_weather_observations_get_no_bucket_migration_and_a_bucket_step_on_them_is_proven(mongo, tmp_path):
     """Real data (MongoDB's public weather sample, nested documents). Its 400 observations hold one reading
-    per station in any window, so MP101 offers no migration however high the declared rate (buckets of one
-    reading would only add a header to each). A bucket step written by hand on the nested measurements and
+    per station in any window, so no migration is offered however high the declared rate (buckets of one
+    reading would only add a header to each): MP113 says the time-series collection to create for the
+    readings to come, and MP101 leaves the advice to it. A bucket step written by hand on the nested measurements and
     their placeholder values still has its reads and writes proven. (The MP104 computed total recommended
     for the real sales is not: its prices are Decimal128, which mongomock's $multiply refuses; a real
     server proves it.)"""
@@ -468,9 +469,10 @@ def test_real_weather_observations_get_no_bucket_migration_and_a_bucket_step_on_
     spec = SourceSpec(dump=str(real / "sample_weatherdata.archive.gz"))
     report = analyze(spec)
     access_path = real / "weatherdata.access.yaml"
-    result = recommend(report, str(access_path), {"MP101": {"min_documents": 100}})
-    [bucket] = [r for r in result["recommendations"] if r["code"] == "MP101"]
-    assert bucket["migration"] is None and bucket["evidence"]["readings_per_series_per_hour"] < 10
+    result = recommend(report, str(access_path), {"MP101": {"min_documents": 100}, "MP113": {"min_documents": 100}})
+    [series] = [r for r in result["recommendations"] if r["code"] in ("MP101", "MP113")]
+    assert series["code"] == "MP113" and series["migration"] is None
+    assert series["evidence"]["measurements_per_bucket"] < 10 <= series["evidence"]["measurements_per_bucket_declared"]
     folder = tmp_path / "migrations"
     folder.mkdir()
     step = {

@@ -42,20 +42,20 @@ def observations() -> list[dict[str, Any]]:
 
 
 def bucket_step() -> dict[str, Any]:
-    """A bucket step on the real observations, by station and day, of their nested measurements. MP101
-    offers none for them (one observation per station or so: buckets of one reading would only grow the
-    collection), so its key fields are taken from its finding and its measurements and placeholder values
-    from the analysis. Day-long windows of at most 3 observations make the application's new observations
+    """A bucket step on the real observations, by station and day, of their nested measurements. No
+    migration is offered for them (one observation per station or so: buckets of one reading would only
+    grow the collection; MP113 says so, MP101 leaving the advice to it), so its key fields are taken from
+    that finding and its measurements and placeholder values from the analysis. Day-long windows of at most 3 observations make the application's new observations
     (of a few stations) fill buckets the run then meets full."""
     report = analyze(SourceSpec(dump=ARCHIVE))
-    result = recommend(report, str(REAL / "weatherdata.access.yaml"), {"MP101": {"min_documents": 100}})
-    [advice] = [r for r in result["recommendations"] if r["code"] == "MP101"]
+    result = recommend(report, str(REAL / "weatherdata.access.yaml"), {"MP113": {"min_documents": 100}})
+    [advice] = [r for r in result["recommendations"] if r["code"] == "MP113"]
     assert advice["migration"] is None
     fields = {f["path"]: f for f in report["collections"][0]["fields"]}
     measurements = ["airTemperature.value", "dewPoint.value", "pressure.value"]
     sentinels = {m: [s["value"] for s in fields[m]["numbers"]["sentinels"]] for m in measurements}
     return {
-        "step": "bucket", "collection": "data", "series_key": advice["evidence"]["series_key"],
+        "step": "bucket", "collection": "data", "series_key": advice["evidence"]["meta_field"],
         "time_field": advice["evidence"]["time_field"], "window_seconds": 86_400, "max_bucket_size": 3,
         "measurements": measurements, "sentinels": {m: v for m, v in sentinels.items() if v},
     }  # fmt: skip

@@ -7,6 +7,7 @@ untouched buckets byte for byte."""
 from __future__ import annotations
 
 import datetime
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,52 @@ def test_a_bucket_pushed_to_and_its_reading_changed_in_the_copy_is_refused(mongo
         run(db, folder).down()
     assert sorted(bson.encode(d) for d in db.readings.find()) == kept
     assert db[CHANGELOG].find_one({"_id": "0001_ts"}) is not None
+
+
+# -- the advice ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("access", "fires"),
+    [
+        (None, True),
+        # The buckets' updates are the pushes of readings: inserts once unwound.
+        ("version: 1\ncollections:\n  readings:\n    writes: {updates_per_sec: 40}\n", True),
+        ("version: 1\ncollections:\n  readings:\n    change_streams: true\n", False),
+        ("version: 1\ncollections:\n  readings:\n    writes: {deletes_per_sec: 1}\n", False),
+        ("version: 1\nmongodb_version: '7.0'\ncollections:\n  readings:\n    writes: {deletes_per_sec: 1}\n", True),
+    ],
+)
+def test_buckets_made_by_hand_get_a_time_series_collection_unless_the_workload_refuses_one(tmp_path, access, fires):
+    from tests.rules.helpers import findings, report_of
+
+    report = report_of(tmp_path, {"readings": hand_buckets(400, 60, 10)})
+    found = findings(report, access, rule="MP113")
+    assert len(found) == (1 if fires else 0)
+    if fires:
+        [rec] = found
+        assert rec.migration["unwind"] == "readings" and rec.migration["meta_field"] == "sensor"
+        assert rec.migration["count_field"] == "count" and rec.migration["start_field"] == "start"
+        assert rec.evidence["readings"] == 24_000 and rec.evidence["seconds_between_readings"] == 60.0
+
+
+def test_from_the_advice_to_down_on_a_dump_folder_predictions_come_true(tmp_path):
+    from mongopat.command import analyze, migrate_plan, migrate_predictions, recommend
+
+    data = tmp_path / "db"
+    write_bson_dump(data, "readings", hand_buckets(400, 60, 10))
+    original = (data / "readings.bson").read_bytes()
+    spec = SourceSpec(dump=str(data))
+    result = recommend(analyze(spec), None, source=spec)
+    assert [r["code"] for r in result["recommendations"] if r["code"] == "MP113"] == ["MP113"]
+    recs = tmp_path / "recs.json"
+    recs.write_text(json.dumps(result, default=str))
+    migrate_plan(str(recs), str(tmp_path / "m"), only=["MP113"])
+    [applied] = migrate_up(spec, str(tmp_path / "m"))
+    assert applied["state"] == "applied"
+    found = migrate_predictions(spec, str(tmp_path / "m"))[applied["id"]]
+    assert found and not [d for d in found if d["beyond_tolerance"]], found
+    buckets = next(d for d in found if d["collection"].startswith("system.buckets") and d["figure"] == "data_bytes")
+    assert buckets["measured"] <= buckets["predicted"], "the uncompressed bytes are a bound"
+    migrate_down(spec, str(tmp_path / "m"), to="base")
+    assert (data / "readings.bson").read_bytes() == original

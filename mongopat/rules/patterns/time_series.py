@@ -177,9 +177,14 @@ class TimeSeriesRule(Rule):
     defaults = {"min_documents": 1000, "min_measurements_per_bucket": 10, "max_update_share": 0.1}
 
     def check(self, collection: CollectionEvidence) -> list[Recommendation]:
-        if collection.data.get("timeseries") or collection.count < self.threshold("min_documents"):
+        if collection.data.get("timeseries"):
             return []
-        if collection.in_place("bucket") or any(_embeds(f) for f in collection.top_level()):
+        made = collection.in_place("bucket")
+        if made:
+            return self._unwound(collection, made[0]["evidence"])
+        if collection.count < self.threshold("min_documents"):
+            return []
+        if any(_embeds(f) for f in collection.top_level()):
             return []
         access = self.context.access
         choice = choose(collection, access.mongodb_version if access else None, self.threshold("max_update_share"))
@@ -379,6 +384,180 @@ class TimeSeriesRule(Rule):
         )  # fmt: skip
 
 
+    def _unwound(self, collection: CollectionEvidence, made: dict[str, Any]) -> list[Recommendation]:
+        """Buckets made by hand (the bucket pattern in place) unwound into a time-series collection: the
+        server then keeps the buckets, compressed by column, and the application inserts readings instead
+        of pushing them into buckets and keeping their counts and times. The declared updates of the
+        buckets are taken for those pushes: each becomes an insert of a reading."""
+        array, time_path = made.get("array"), made.get("time_field")
+        window = made.get("window_fields") or []
+        if not array or not time_path or "[]." not in time_path or not window:
+            return []  # readings without a time of their own: nothing to be a timeField
+        time = time_path.split("[].", 1)[1]
+        if "." in time:
+            return []
+        stats = (collection.field(array) or {}).get("array") or {}
+        per_made = float(stats.get("mean") or made.get("readings_p50") or 0)
+        span = float((collection.profile(window[0]) or {}).get("span_seconds") or 0)
+        if per_made < 1 or span <= 0:
+            return []
+        excluded = {"_id", array, made.get("count_field"), *window}
+        series = _bucket_series(collection, excluded)
+        series_count = max(1, collection.cardinality(series) or 1) if series else 1
+        readings = round(collection.count * per_made)
+        if readings < self.threshold("min_documents"):
+            return []
+        per_series = readings / series_count
+        interval = span / max(per_series - per_made, 1.0)
+        access = collection.access
+        writes = access.writes if access else None
+        pushes = ((writes.inserts_per_sec or 0) + (writes.updates_per_sec or 0)) if writes else 0
+        declared_interval = series_count / pushes if pushes else None
+        pace = declared_interval or interval
+        bucket_bytes = float(made.get("bucket_bytes_p50") or collection.size.get("p50") or 0)
+        element = max(16.0, (bucket_bytes - 60) / per_made)
+        if collection.field(f"{array}[]._id") is None:
+            element += 17  # the _id each reading is given (an ObjectId under its key)
+        by_size = max(1, int(MAX_BUCKET_BYTES // element))
+        declared_version = self.context.access.mongodb_version if self.context.access else None
+        version = parse_version(declared_version) if declared_version else None
+        options = TimeSeriesOptions(time, series, granularity_for(pace))
+        custom_span = custom_span_for(pace)
+        if custom_span and version and version >= (6, 3):
+            options = TimeSeriesOptions(time, series, None, custom_span)
+        per_bucket = round(min(MAX_MEASUREMENTS, by_size, per_series, max(1.0, options.span_seconds / interval)), 1)
+        indexes = collection.data.get("indexes") or []
+        workload = Workload(
+            inserts_per_sec=pushes or None,
+            deletes_per_sec=writes.deletes_per_sec if writes else None,
+            change_streams=bool(access and access.change_streams),
+            largest_document_bytes=round(element),
+            unique_indexes=tuple(i["name"] for i in indexes if i.get("unique") and i["name"] != "_id_"),
+            text_indexes=tuple(i["name"] for i in indexes if any(d == "text" for _k, d in i.get("key") or [])),
+        )
+        verdict = judge(workload, version, "the access file's mongodb_version", self.threshold("max_update_share"))
+        if not verdict.fits or per_bucket < self.threshold("min_measurements_per_bucket"):
+            return []
+        target = f"{collection.name}_ts"
+        # A series' buckets: its readings over a full bucket's, and about half a bucket more at each span
+        # boundary its readings cross (a bucket closes where its span ends, full or not).
+        spans = max(1.0, (span + per_made * interval) / options.span_seconds)
+        buckets = max(series_count, round(series_count * (per_series / per_bucket + spans / 2)))
+        upper = round(readings * element + buckets * (300 + 2 * element))
+        today = round(collection.count * float(collection.size.get("mean") or bucket_bytes))
+        forecast = prediction(
+            [
+                {
+                    "collection": target,
+                    "before": {"documents": 0, "data_bytes": 0},
+                    "after": {"documents": readings},
+                    "basis": f"every element of {array} in {collection.name}'s {collection.count:,} buckets, a reading",
+                    "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": True},
+                },
+                {
+                    "collection": f"system.buckets.{target}",
+                    "before": {"documents": 0, "data_bytes": 0},
+                    "after": {"documents": buckets, "data_bytes": upper},
+                    "at_most": ["data_bytes"],
+                    "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": False},
+                    "basis": (
+                        f"{readings:,} readings at about {per_bucket:,g} a bucket (a series reads every "
+                        f"{_human(interval)} in the buckets' span; a bucket spans {_human(options.span_seconds)}, "
+                        f"at most {MAX_MEASUREMENTS:,} readings or {MAX_BUCKET_BYTES // 1024} KiB); bytes at most "
+                        f"{upper:,} uncompressed, against {today:,} B of hand-made buckets today"
+                    ),
+                },
+            ]
+        )
+        how = (
+            f"granularity '{options.granularity}'"
+            if options.granularity
+            else f"bucketMaxSpanSeconds and bucketRoundingSeconds {options.bucket_max_span_seconds:,} (6.3+)"
+        )
+        rationale = (
+            f"{collection.name} keeps {readings:,} readings in {collection.count:,} buckets made by hand ({array}, "
+            f"about {per_made:,g} a bucket"
+            + (f", one series a bucket by {series}" if series else "")
+            + f"). A time-series collection (timeField {time}, metaField {series or 'none'}, {how}) holds the same "
+            f"readings in about {buckets:,} buckets that the server keeps and compresses by column (5.2+): the "
+            f"application inserts plain readings instead of pushing into {array} and keeping "
+            + ", ".join(f for f in (made.get("count_field"), *window) if f)
+            + " up to date. MongoDB recommends it over buckets made by hand since 5.0."
+        )
+        if writes and writes.updates_per_sec:
+            rationale += (
+                f" The declared {writes.updates_per_sec:,g} updates/s of the buckets are taken for pushes of "
+                "readings, each an insert there; readings updated in place would change this advice."
+            )
+        evidence = {
+            "documents": collection.count,
+            "readings": readings,
+            "readings_per_hand_made_bucket": per_made,
+            "array": array,
+            "time_field": time,
+            "meta_field": series,
+            "series": series_count,
+            "seconds_between_readings": round(interval, 1),
+            "seconds_between_readings_declared": _rounded(declared_interval),
+            "granularity": options.granularity,
+            "bucket_max_span_seconds": options.bucket_max_span_seconds,
+            "measurements_per_bucket": per_bucket,
+            "buckets_estimate": buckets,
+            "uncompressed_bucket_bytes_estimate": upper,
+            "data_bytes_today": today,
+            "mongodb_version": shown(verdict.version),
+        }
+        migration = {
+            "step": "timeseries",
+            "collection": collection.name,
+            "to": target,
+            "time_field": time,
+            "meta_field": series,
+            "granularity": options.granularity,
+            "bucket_max_span_seconds": options.bucket_max_span_seconds,
+            "measurements_per_bucket": per_bucket,
+            "unwind": array,
+            "count_field": made.get("count_field"),
+            "start_field": window[0],
+            "end_field": window[1] if len(window) > 1 else None,
+            "max_readings": int(made.get("readings_max") or per_made),
+        }
+        tradeoffs = [
+            f"The readings move to {target} (no time-series collection can be renamed): the application inserts "
+            f"readings there instead of pushing into {collection.name}'s buckets, and reads readings (the guide "
+            "says how).",
+            "Readings have no unique _id there, and no unique or text index can be built.",
+            *verdict.cautions,
+        ]
+        severity = "warning" if pushes >= 10 or readings >= 1_000_000 else "info"
+        fields = [time, *([series] if series else []), array]
+        return [
+            self.finding(
+                collection.name, fields, severity, 0.7, evidence, rationale, tradeoffs,
+                {k: v for k, v in migration.items() if v is not None} | {"granularity": options.granularity},
+                title="Unwind the buckets made by hand into a time-series collection", prediction=forecast,
+            )  # fmt: skip
+        ]
+
+
+def _bucket_series(collection: CollectionEvidence, excluded: set[Any]) -> str | None:
+    """The top-level field that names a hand-made bucket's series: of a key's type, in every bucket, with
+    at least two buckets a value; one named like a series key first, then the fewest values."""
+    from mongopat.analysis.series import SERIES_NAME
+    from mongopat.rules.patterns.bucket import SERIES_TYPES
+
+    candidates = []
+    for field in collection.top_level():
+        path = field["path"]
+        if path in excluded or collection.dominant_type(path) not in SERIES_TYPES or field["presence"] < 0.99:
+            continue
+        distinct = collection.cardinality(path)
+        if not distinct or distinct * 2 > max(collection.count, 1):
+            continue
+        candidates.append((bool(SERIES_NAME.search(path)), -distinct, path))
+    return max(candidates)[2] if candidates else None
+
+
 def _shell(options: dict[str, Any]) -> str:
     """Options as the shell writes them: {timeField: 'ts', granularity: 'seconds'}."""
     return "{" + ", ".join(f"{k}: {v!r}" if isinstance(v, str) else f"{k}: {v}" for k, v in options.items()) + "}"
@@ -399,7 +578,9 @@ def _v1_bytes(
     collection: CollectionEvidence, options: TimeSeriesOptions, per_bucket: float, buckets: int, mean: float
 ) -> int:
     """Bytes of the buckets uncompressed (version 1): each reading's fields less the metaField, each under
-    its index in the bucket instead of its name; per bucket a header, control.min and max, and the meta."""
+    its index in the bucket instead of its name; per bucket a header, the meta, and control.min and max,
+    which hold each field's least and greatest value (whole sub-documents: a bucket of one reading holds it
+    three times), bounded by the 95th-percentile reading."""
     fields = [f for f in collection.top_level() if f["path"] != options.meta_field]
     digits = len(str(max(1, int(per_bucket) - 1)))
     meta = collection.field(options.meta_field) if options.meta_field else None
@@ -409,7 +590,8 @@ def _v1_bytes(
         meta_bytes = 2 + len(str(options.meta_field)) + 5 + int(length)
     renamed = sum(f["presence"] * (digits - len(f["path"])) for f in fields)
     reading = max(8.0, mean - 5 - meta_bytes + renamed)
-    names = sum(len(f["path"]) + 2 for f in fields)
-    header = 5 + 17 + (1 + 8 + 5) + (1 + 8 + 4) + 2 * (1 + 4 + 5 + names + 8 * len(fields)) + meta_bytes
+    large = float(collection.size.get("p95") or mean)
+    bounds = 2 * (1 + 4 + 5 + max(8.0, large - meta_bytes))  # control.min and control.max
+    header = 5 + 17 + (1 + 8 + 5) + (1 + 8 + 4) + bounds + meta_bytes
     header += 1 + 5 + 5 + sum(5 + len(f["path"]) + 2 for f in fields)
     return round(collection.count * reading + buckets * header)
