@@ -148,6 +148,18 @@ def _workload(collection: CollectionEvidence) -> Workload:
     )
 
 
+def _buckets_entry(target: str, collection: CollectionEvidence, buckets: int, upper: int, basis: str) -> dict[str, Any]:
+    """The prediction for a time-series collection's buckets: a count, and bytes as an upper bound."""
+    return {
+        "collection": f"system.buckets.{target}",
+        "before": {"documents": 0, "data_bytes": 0},
+        "after": {"documents": buckets, "data_bytes": upper},
+        "at_most": ["data_bytes"],
+        "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": False},
+        "basis": basis,
+    }
+
+
 def _human(seconds: float) -> str:
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size:
@@ -216,13 +228,12 @@ class TimeSeriesRule(Rule):
                     "basis": f"every reading of {collection.name}, read back through the time-series collection",
                     "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": True},
                 },
-                {
-                    "collection": f"system.buckets.{target}",
-                    "before": {"documents": 0, "data_bytes": 0},
-                    "after": {"documents": buckets, "data_bytes": upper},
-                    "at_most": ["data_bytes"],
-                    "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": False},
-                    "basis": (
+                _buckets_entry(
+                    target,
+                    collection,
+                    buckets,
+                    upper,
+                    (
                         f"{collection.count:,} readings at about {per_bucket:,g} a bucket ({choice.interval_basis}; a "
                         f"bucket spans {_human(options.span_seconds)}, at most {MAX_MEASUREMENTS:,} readings or "
                         f"{MAX_BUCKET_BYTES // 1024} KiB; readings in time order within a series: out of order, "
@@ -230,7 +241,7 @@ class TimeSeriesRule(Rule):
                         f"{upper:,}, what the buckets take uncompressed (version 1, as a dump folder's migration "
                         "writes them): a 5.2+ server compresses closed buckets by column, below that"
                     ),
-                },
+                ),
             ]
         )
         evidence: dict[str, Any] = {
@@ -454,19 +465,18 @@ class TimeSeriesRule(Rule):
                     "basis": f"every element of {array} in {collection.name}'s {collection.count:,} buckets, a reading",
                     "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": True},
                 },
-                {
-                    "collection": f"system.buckets.{target}",
-                    "before": {"documents": 0, "data_bytes": 0},
-                    "after": {"documents": buckets, "data_bytes": upper},
-                    "at_most": ["data_bytes"],
-                    "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": False},
-                    "basis": (
+                _buckets_entry(
+                    target,
+                    collection,
+                    buckets,
+                    upper,
+                    (
                         f"{readings:,} readings at about {per_bucket:,g} a bucket (a series reads every "
                         f"{_human(interval)} in the buckets' span; a bucket spans {_human(options.span_seconds)}, "
                         f"at most {MAX_MEASUREMENTS:,} readings or {MAX_BUCKET_BYTES // 1024} KiB); bytes at most "
                         f"{upper:,} uncompressed, against {today:,} B of hand-made buckets today"
                     ),
-                },
+                ),
             ]
         )
         how = (
