@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongopat.analysis.series import WINDOWS
-from mongopat.predictions import prediction
+from mongopat.predictions import Prediction, prediction
 from mongopat.rules import register
 from mongopat.rules.base import CollectionEvidence, Recommendation, Rule
 from mongopat.rules.patterns.bucket import Counted, series_keys, spread_evenly
@@ -148,16 +148,37 @@ def _workload(collection: CollectionEvidence) -> Workload:
     )
 
 
-def _buckets_entry(target: str, collection: CollectionEvidence, buckets: int, upper: int, basis: str) -> dict[str, Any]:
-    """The prediction for a time-series collection's buckets: a count, and bytes as an upper bound."""
-    return {
-        "collection": f"system.buckets.{target}",
-        "before": {"documents": 0, "data_bytes": 0},
-        "after": {"documents": buckets, "data_bytes": upper},
-        "at_most": ["data_bytes"],
-        "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": False},
-        "basis": basis,
-    }
+def _forecast(
+    target: str,
+    collection: CollectionEvidence,
+    readings: dict[str, Any],
+    readings_basis: str,
+    buckets: int,
+    upper: int,
+    buckets_basis: str,
+) -> Prediction:
+    """What moving into a time-series collection predicts: the readings as the application reads them back,
+    and the buckets behind them (a count, and their bytes as an upper bound)."""
+    scaled = {"collection": collection.name, "documents": collection.count}
+    return prediction(
+        [
+            {
+                "collection": target,
+                "before": {"documents": 0, "data_bytes": 0},
+                "after": readings,  # type: ignore[typeddict-item]
+                "basis": readings_basis,
+                "scaled_by": {**scaled, "linear": True},  # type: ignore[typeddict-item]
+            },
+            {
+                "collection": f"system.buckets.{target}",
+                "before": {"documents": 0, "data_bytes": 0},
+                "after": {"documents": buckets, "data_bytes": upper},
+                "at_most": ["data_bytes"],
+                "scaled_by": {**scaled, "linear": False},  # type: ignore[typeddict-item]
+                "basis": buckets_basis,
+            },
+        ]
+    )
 
 
 def _human(seconds: float) -> str:
@@ -219,30 +240,21 @@ class TimeSeriesRule(Rule):
             "median_document_bytes": size.get("p50"),
             "p95_document_bytes": size.get("p95"),
         }
-        forecast = prediction(
-            [
-                {
-                    "collection": target,
-                    "before": {"documents": 0, "data_bytes": 0},
-                    "after": dict(before),  # type: ignore[typeddict-item]
-                    "basis": f"every reading of {collection.name}, read back through the time-series collection",
-                    "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": True},
-                },
-                _buckets_entry(
-                    target,
-                    collection,
-                    buckets,
-                    upper,
-                    (
-                        f"{collection.count:,} readings at about {per_bucket:,g} a bucket ({choice.interval_basis}; a "
-                        f"bucket spans {_human(options.span_seconds)}, at most {MAX_MEASUREMENTS:,} readings or "
-                        f"{MAX_BUCKET_BYTES // 1024} KiB; readings in time order within a series: out of order, "
-                        "more buckets overlap, and before 6.3 each turn back in time opens one); bytes at most "
-                        f"{upper:,}, what the buckets take uncompressed (version 1, as a dump folder's migration "
-                        "writes them): a 5.2+ server compresses closed buckets by column, below that"
-                    ),
-                ),
-            ]
+        forecast = _forecast(
+            target,
+            collection,
+            dict(before),
+            f"every reading of {collection.name}, read back through the time-series collection",
+            buckets,
+            upper,
+            (
+                f"{collection.count:,} readings at about {per_bucket:,g} a bucket ({choice.interval_basis}; a "
+                f"bucket spans {_human(options.span_seconds)}, at most {MAX_MEASUREMENTS:,} readings or "
+                f"{MAX_BUCKET_BYTES // 1024} KiB; readings in time order within a series: out of order, "
+                "more buckets overlap, and before 6.3 each turn back in time opens one); bytes at most "
+                f"{upper:,}, what the buckets take uncompressed (version 1, as a dump folder's migration "
+                "writes them); a 5.2+ server compresses closed buckets by column and stores less"
+            ),
         )
         evidence: dict[str, Any] = {
             "documents": collection.count,
@@ -456,28 +468,19 @@ class TimeSeriesRule(Rule):
         buckets = max(series_count, round(series_count * (per_series / per_bucket + spans / 2)))
         upper = round(readings * element + buckets * (300 + 2 * element))
         today = round(collection.count * float(collection.size.get("mean") or bucket_bytes))
-        forecast = prediction(
-            [
-                {
-                    "collection": target,
-                    "before": {"documents": 0, "data_bytes": 0},
-                    "after": {"documents": readings},
-                    "basis": f"every element of {array} in {collection.name}'s {collection.count:,} buckets, a reading",
-                    "scaled_by": {"collection": collection.name, "documents": collection.count, "linear": True},
-                },
-                _buckets_entry(
-                    target,
-                    collection,
-                    buckets,
-                    upper,
-                    (
-                        f"{readings:,} readings at about {per_bucket:,g} a bucket (a series reads every "
-                        f"{_human(interval)} in the buckets' span; a bucket spans {_human(options.span_seconds)}, "
-                        f"at most {MAX_MEASUREMENTS:,} readings or {MAX_BUCKET_BYTES // 1024} KiB); bytes at most "
-                        f"{upper:,} uncompressed, against {today:,} B of hand-made buckets today"
-                    ),
-                ),
-            ]
+        forecast = _forecast(
+            target,
+            collection,
+            {"documents": readings},
+            f"every element of {array} in {collection.name}'s {collection.count:,} buckets, a reading",
+            buckets,
+            upper,
+            (
+                f"{readings:,} readings at about {per_bucket:,g} a bucket (a series reads every "
+                f"{_human(interval)} in the buckets' span; a bucket spans {_human(options.span_seconds)}, "
+                f"at most {MAX_MEASUREMENTS:,} readings or {MAX_BUCKET_BYTES // 1024} KiB); bytes at most "
+                f"{upper:,} uncompressed, against {today:,} B of hand-made buckets today"
+            ),
         )
         how = (
             f"granularity '{options.granularity}'"
