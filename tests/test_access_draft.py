@@ -17,9 +17,9 @@ from mongopat.draft.build import rate_value, round_rate
 from mongopat.draft.server import probe_server
 from mongopat.draft.shapes import WriteShape, filter_fields, shape_of_command
 from mongopat.sources import SourceSpec
+from tests.support.paths import SAMPLE_CONFIGS
 
 runner = CliRunner()
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
 START = datetime.datetime(2026, 11, 30, 10, 0, tzinfo=datetime.timezone.utc)
 
 
@@ -418,13 +418,25 @@ def test_round_trip_draft_then_recommend(tmp_path):
     target = tmp_path / "access.yaml"
     result = runner.invoke(
         app,
-        ["access", "draft", "--dump", str(SAMPLES / "crm"), "--log", str(crm_log(tmp_path)), "-o", str(target), "-q"],
+        [
+            "access",
+            "draft",
+            "--dump",
+            str(SAMPLE_CONFIGS / "crm"),
+            "--log",
+            str(crm_log(tmp_path)),
+            "-o",
+            str(target),
+            "-q",
+        ],
     )
     assert result.exit_code == 0, result.output
     text = target.read_text()
     assert "lookup: {from: companies, local: companyId, foreign: _id, fields: [logo, name], as: company}" in text
     assert "aggregate: {from: deals, local: _id, foreign: accountId" in text
-    advice = runner.invoke(app, ["recommend", "--dump", str(SAMPLES / "crm"), "--access", str(target), "-f", "json"])
+    advice = runner.invoke(
+        app, ["recommend", "--dump", str(SAMPLE_CONFIGS / "crm"), "--access", str(target), "-f", "json"]
+    )
     assert advice.exit_code == 0, advice.output
     found = {(r["code"], r["collection"]) for r in json.loads(advice.stdout)["recommendations"]}
     assert {("MP105", "accounts"), ("MP106", "contacts")} <= found
@@ -496,7 +508,7 @@ def test_a_group_is_attached_by_the_measured_reference_not_by_name(tmp_path):
     import shutil
 
     crm = tmp_path / "crm"
-    shutil.copytree(SAMPLES / "crm" / "crm", crm)
+    shutil.copytree(SAMPLE_CONFIGS / "crm" / "crm", crm)
     (crm / "accounts.json").rename(crm / "crm_accounts.json")
     # A collection named like the key that the key does not refer to.
     (crm / "accounts.json").write_text("".join(f'{{"_id": "a{i}", "name": "other"}}\n' for i in range(5)))

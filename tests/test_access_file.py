@@ -3,7 +3,6 @@
 import contextlib
 import json
 from importlib import resources
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 
 from mongopat.access import AccessFileError, load_access_file, parse_access_text, parse_rate
 from mongopat.errors import InputError
+from tests.support.paths import SAMPLE_CONFIGS
 
 ISSUE_EXAMPLE = """\
 version: 1
@@ -77,7 +77,7 @@ def test_the_example_and_every_sample_validate_against_the_json_schema():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     jsonschema.validate(yaml.safe_load(ISSUE_EXAMPLE), SCHEMA)
     # From the repository, not the working directory: run from elsewhere, the loop must still see them.
-    samples = sorted((Path(__file__).resolve().parent.parent / "sample_configs").glob("*/access.yaml"))
+    samples = sorted((SAMPLE_CONFIGS).glob("*/access.yaml"))
     assert len(samples) >= 7, samples
     for path in samples:
         jsonschema.validate(yaml.safe_load(path.read_text()), SCHEMA)
@@ -231,7 +231,7 @@ def test_the_access_file_is_checked_against_the_data(tmp_path):
     from typer.testing import CliRunner
 
     from mongopat.cli import app
-    from tests.conftest import write_export
+    from tests.support.dumps import write_export
 
     data = tmp_path / "shop"
     write_export(data, "orders", [{"_id": i, "customerId": i % 7, "items": [{"sku": "a"}]} for i in range(20)])

@@ -8,7 +8,7 @@ import json
 from mongopat.analysis.collection import AnalyzeOptions, CollectionAnalysis
 from mongopat.command import analyze
 from mongopat.sources import SourceSpec
-from tests.conftest import write_export
+from tests.support.dumps import write_export
 
 
 def big(i: int) -> dict:

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 
 import bson
 import pytest
 from typer.testing import CliRunner
 
 from mongopat.cli import app
-from tests.conftest import write_archive
+from tests.support.dumps import write_archive
+from tests.support.paths import REAL
 
 runner = CliRunner()
-REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 
 
 def invoke(*args: str) -> tuple[int, str]:

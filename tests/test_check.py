@@ -17,12 +17,12 @@ from mongopat import command
 from mongopat.check.formats import to_junit, to_sarif
 from mongopat.cli import app
 from mongopat.sources import SourceSpec
-from tests.conftest import write_export
-from tests.rules.helpers import healthy_collection
+from tests.support.dumps import write_export
+from tests.support.evidence import healthy_collection
+from tests.support.paths import REPOSITORY
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "sample_configs"
+SAMPLES = REPOSITORY / "sample_configs"
 
 
 def healthy(folder: Path) -> Path:
@@ -214,7 +214,7 @@ def test_junit_parses_with_one_testcase_per_check(failing_result):
 
 
 def sarif_schema() -> dict:
-    path = Path(os.environ.get("MONGOPAT_SARIF_SCHEMA", ROOT / ".ci/cache/sarif-2.1.0.json"))
+    path = Path(os.environ.get("MONGOPAT_SARIF_SCHEMA", REPOSITORY / ".ci/cache/sarif-2.1.0.json"))
     if not path.exists():
         pytest.skip("the SARIF 2.1.0 schema is fetched by .ci/run (npm pack @microsoft/jest-sarif)")
     return json.loads(path.read_text())

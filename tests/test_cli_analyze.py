@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from mongopat.cli import app
 from mongopat.errors import InputError
 from mongopat.report import REPORT_VERSION, load_report
-from tests.conftest import write_bson_dump, write_export
+from tests.support.dumps import write_bson_dump, write_export
 
 runner = CliRunner()
 
@@ -126,7 +126,7 @@ def test_load_report_errors(tmp_path):
 
 
 def test_json_with_output_goes_to_the_file_and_the_terminal_says_where(tmp_path):
-    from tests.conftest import write_export
+    from tests.support.dumps import write_export
 
     write_export(tmp_path / "export", "orders", [{"_id": i, "n": i} for i in range(5)])
     for command in ("analyze", "recommend"):

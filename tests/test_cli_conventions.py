@@ -3,15 +3,14 @@ options on every command that reads data, tables for people."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 from typer.testing import CliRunner
 
 from mongopat.cli import app
+from tests.support.paths import SAMPLE_CONFIGS
 
 runner = CliRunner()
-IOT = Path(__file__).resolve().parent.parent / "sample_configs" / "iot" / "iot"
+IOT = SAMPLE_CONFIGS / "iot" / "iot"
 
 
 def test_no_color_is_accepted_after_every_command_that_reads_data(tmp_path):

@@ -15,6 +15,8 @@ import bson
 import pytest
 from bson.binary import Binary
 
+from tests.support.mongod import COMPENSATED_SUMS
+
 
 @pytest.mark.diverges("mongomock", "insert {b: Binary(b'x', 0)}; find_one()['b'] is the Binary given, not bytes")
 def test_binary_subtype_0_reads_back_as_bytes(mongo):
@@ -185,16 +187,6 @@ def test_a_double_converted_to_decimal_keeps_15_digits(mongo):
     assert str(row["d"]) == "2.50000000000000"
 
 
-# Sums of doubles as mongod 8.0 returned them: a compensated running sum, not a plain one (which gives
-# 12820.760000000002, 1025.5700000000002 and 68202.95999999999) nor the correctly rounded one.
-COMPENSATED_SUMS = [
-    ([1022.68, 2045.36, 4090.72, 2045.36, 2045.36, 1571.28], 12820.759999999998),
-    ([120.19, 624.96, 120.19, 160.23], 1025.57),
-    ([2499.84, 833.28, 20790, 20790, 20790, 2499.84], 68202.96),
-    ([1249.92, 624.96, 208.32], 2083.2000000000003),
-]
-
-
 @pytest.mark.server_only("mongomock's $sum of an expression inside $project is 0")
 @pytest.mark.diverges("secantusdb", "$project {s: {$sum: [120.19, 624.96, 120.19, 160.23]}}: 1025.5700000000002")
 def test_a_sum_of_doubles_compensates_its_rounding(mongo):
@@ -269,7 +261,23 @@ def test_query_stats_stage(mongo):
     version = tuple(mongo.client.server_info()["versionArray"][:2])
     if mongo.engine == "mongodb" and version < (7, 1):
         pytest.skip(f"MongoDB {version} predates $queryStats")
-    list(mongo.client.admin.aggregate([{"$queryStats": {}}]))
+    mongo.db.kept.insert_many([{"_id": i, "a": i % 3} for i in range(10)])
+    for value in range(3):
+        list(mongo.db.kept.find({"a": value}))
+    entries = list(mongo.client.admin.aggregate([{"$queryStats": {}}]))
+    # What access draft reads from each entry (mongopat/draft/server.py): the namespace and shape of the
+    # query under key.queryShape, its counts and timings under metrics.
+    ours = [e for e in entries if e["key"]["queryShape"]["cmdNs"] == {"db": mongo.db_name, "coll": "kept"}]
+    assert ours, "no entry for the finds just run"
+    [entry] = [e for e in ours if e["key"]["queryShape"].get("command") == "find"]
+    assert entry["key"]["queryShape"]["filter"] == {"a": {"$eq": "?number"}}
+    metrics = entry["metrics"]
+    assert metrics["execCount"] == 3
+    assert set(metrics["totalExecMicros"]) >= {"sum", "max"}
+    assert metrics["docsReturned"]["sum"] == 10
+    if mongo.engine != "mongodb" or version >= (8, 0):  # 8.0 added docsExamined; before, draft reads 0
+        assert metrics["docsExamined"]["sum"] >= 10
+    assert metrics["firstSeenTimestamp"] <= metrics["latestSeenTimestamp"]
 
 
 @pytest.mark.diverges("mongomock", "find({}) with codec_options document_class=RawBSONDocument: NotImplementedError")

@@ -19,8 +19,8 @@ from mongopat.migrate.script import load_folder
 from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
 from mongopat.migrate.transform_api import Context, Document
-from tests.test_migrate_runtime import STEPS, dataset, write
-from tests.test_online import BeforeBulkWrite
+from tests.support.application import BeforeBulkWrite
+from tests.support.migrations import STEPS, dataset, write
 
 DOCUMENT_STEPS = sorted(name for name, spec in STEPS.items() if spec["step"] in OPERATIONS)
 
@@ -121,7 +121,7 @@ def test_down_leaves_a_document_that_keeps_changing_as_it_is_and_keeps_its_origi
     """Past the conflict rounds, ``down`` names the document and keeps its original for a later down,
     instead of dropping its backup with the document still in the new shape."""
     from mongopat.errors import OperationFailed
-    from tests.test_migrate_runtime import load, snapshot
+    from tests.support.migrations import load, snapshot
 
     db = mongo.db
     load(db)

@@ -11,7 +11,7 @@ from bson import Decimal128, Int64, ObjectId
 from mongopat.command import analyze
 from mongopat.errors import InputError, SourceError
 from mongopat.sources import DumpSource, SourceSpec
-from tests.conftest import write_bson_dump, write_export
+from tests.support.dumps import write_bson_dump, write_export
 
 DOCS = [
     {

@@ -18,7 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mongopat.cli import app
-from tests.test_migrate_dump import STEPS, files, make_dump, write
+from tests.support.dumps import files, make_dump
+from tests.support.migrations import STEPS, write
 
 runner = CliRunner()
 

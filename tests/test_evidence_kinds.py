@@ -16,7 +16,7 @@ from mongopat.analysis.sentinels import NumberRange
 from mongopat.command import analyze
 from mongopat.rules import Context, run_rules
 from mongopat.sources import SourceSpec
-from tests.conftest import write_export
+from tests.support.dumps import write_export
 
 rng = random.Random(11)
 

@@ -3,7 +3,6 @@ output left in a dump folder."""
 
 import datetime
 import json
-from pathlib import Path
 
 import pytest
 from bson import Decimal128, ObjectId, json_util
@@ -13,10 +12,10 @@ from mongopat.cli import app
 from mongopat.command import analyze
 from mongopat.errors import InputError, SourceError
 from mongopat.sources import DumpSource, SourceSpec
-from tests.conftest import write_archive, write_export
+from tests.support.dumps import write_archive, write_export
+from tests.support.paths import REAL
 
 runner = CliRunner()
-REAL = Path(__file__).parent / "fixtures" / "real"
 
 ORDERS = [
     {"_id": ObjectId(), "n": i, "price": Decimal128(f"{i}.5"), "at": datetime.datetime(2024, 1, 1, 0, i % 60)}

@@ -11,7 +11,7 @@ import pytest
 from bson import Decimal128, Int64
 
 from mongopat.expressions import aggregation, evaluate, parse
-from tests.test_conformance import COMPENSATED_SUMS
+from tests.support.mongod import COMPENSATED_SUMS
 
 
 def value(text: str, document: dict[str, Any]) -> Any:

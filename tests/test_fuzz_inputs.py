@@ -25,15 +25,15 @@ from typer.testing import CliRunner
 from mongopat.cli import app
 from mongopat.migrate.script import render
 from mongopat.sources.archive import archive_records
+from tests.support.paths import REAL
 
-FIXTURES = Path(__file__).parent / "fixtures" / "real"
 RUNS = int(os.environ.get("MONGOPAT_FUZZ_RUNS", "24"))
 SALES = 60  # documents of the sample written in each file: small files keep a run in milliseconds
 
 
 def sales() -> list[dict]:
     documents = []
-    for _offset, raw in archive_records(FIXTURES / "sample_supplies.archive.gz", "sample_supplies", "sales"):
+    for _offset, raw in archive_records(REAL / "sample_supplies.archive.gz", "sample_supplies", "sales"):
         documents.append(bson.decode(raw))
         if len(documents) == SALES:
             break
@@ -58,7 +58,7 @@ def dumped(documents: list[dict]) -> bytes:
 
 METADATA = json.dumps({"indexes": [{"v": 2, "key": {"_id": 1}, "name": "_id_"}], "collectionName": "sales"})
 
-ACCESS = (FIXTURES / "supplies.access.yaml").read_bytes()
+ACCESS = (REAL / "supplies.access.yaml").read_bytes()
 CONFIG = b"""version: 1
 thresholds: {MP201: {warn_length: 500}}
 rules:
@@ -157,8 +157,8 @@ KINDS = [
     Kind("jsonArray.gz", "sales.json.gz", _gz(lambda: array(sales())), _dump),
     Kind("bson.gz", "sales.bson.gz", _gz(lambda: dumped(sales())), _dump),
     Kind("metadata", "sales.metadata.json", lambda: METADATA.encode(), _dump),
-    Kind("archive", "supplies.archive", lambda: gzip.decompress((FIXTURES / "sample_supplies.archive.gz").read_bytes()), _archive),
-    Kind("archive.gz", "supplies.archive.gz", lambda: (FIXTURES / "sample_supplies.archive.gz").read_bytes(), _archive),
+    Kind("archive", "supplies.archive", lambda: gzip.decompress((REAL / "sample_supplies.archive.gz").read_bytes()), _archive),
+    Kind("archive.gz", "supplies.archive.gz", lambda: (REAL / "sample_supplies.archive.gz").read_bytes(), _archive),
     Kind("access", "access.yaml", lambda: ACCESS, _access, (0, 1, 2)),
     Kind("check config", "mongopat.yaml", lambda: CONFIG, _config, (0, 1, 2)),
     Kind("migration", "0001_total.yaml", lambda: MIGRATION, _migration, (0, 1, 2)),

@@ -39,7 +39,8 @@ from mongopat.migrate.plan import plan
 from mongopat.migrate.script import load_folder, render
 from mongopat.sample_data import SCENARIOS, write_scenario
 from mongopat.sources import SourceSpec
-from tests.support.scenarios import update_readings
+from tests.support.paths import REAL
+from tests.support.scenarios import iot_folder, update_readings
 
 # Documents per collection loaded for the proof (mongomock scans a collection per query).
 SLICE = 250
@@ -218,7 +219,7 @@ def test_generated_step_types_are_proven_too(mongo, tmp_path, kind):
 
 
 def _export(tmp_path: Path, documents: list[dict[str, Any]], collection: str = "people") -> Path:
-    from conftest import write_export
+    from tests.support.dumps import write_export
 
     folder = tmp_path / "export"
     folder.mkdir(exist_ok=True)
@@ -328,21 +329,8 @@ def test_placeholders_bind_values_ranges_and_omitted_keys():
 # -- the command -------------------------------------------------------------------------------------------------
 
 
-def _iot_folder(tmp_path: Path) -> tuple[Path, Path, Path]:
-    scenario = SCENARIOS["iot"]()
-    write_scenario(scenario, tmp_path / "data")
-    dump = tmp_path / "data" / scenario.database
-    # A fifth of the readings (the first minutes of every sensor): mongomock scans a collection per query.
-    readings = dump / "readings.json"
-    readings.write_text("".join(readings.read_text().splitlines(keepends=True)[:1200]))
-    access = update_readings(tmp_path / "data" / "access.yaml")  # the bucket step's guide
-    result = recommend(analyze(SourceSpec(dump=str(dump))), str(access))
-    plan(result["recommendations"], tmp_path / "migrations")
-    return dump, access, tmp_path / "migrations"
-
-
 def test_guide_json_has_the_documented_shape(tmp_path):
-    dump, access, folder = _iot_folder(tmp_path)
+    dump, access, folder = iot_folder(tmp_path)
     runner = CliRunner()
     result = runner.invoke(
         app,
@@ -372,7 +360,7 @@ def test_guide_json_has_the_documented_shape(tmp_path):
 
 
 def test_guide_markdown_for_a_pull_request(tmp_path):
-    dump, access, folder = _iot_folder(tmp_path)
+    dump, access, folder = iot_folder(tmp_path)
     report = tmp_path / "report.json"
     report.write_text(json.dumps(analyze(SourceSpec(dump=str(dump))), default=str))
     out = tmp_path / "GUIDE.md"
@@ -388,7 +376,7 @@ def test_guide_markdown_for_a_pull_request(tmp_path):
 
 
 def test_guide_check_on_a_dump_folder_passes_and_fails_on_a_tampered_file(tmp_path):
-    dump, access, folder = _iot_folder(tmp_path)
+    dump, access, folder = iot_folder(tmp_path)
     runner = CliRunner()
     up = runner.invoke(app, ["migrate", "up", "--dump", str(dump), "--dir", str(folder), "-y", "-q"])
     assert up.exit_code == 0, up.output
@@ -410,7 +398,7 @@ def test_guide_check_on_a_dump_folder_passes_and_fails_on_a_tampered_file(tmp_pa
 
 
 def test_guide_input_errors_exit_2(tmp_path):
-    dump, access, folder = _iot_folder(tmp_path)
+    dump, access, folder = iot_folder(tmp_path)
     runner = CliRunner()
     base = ["migrate", "guide", "--dump", str(dump), "--dir", str(folder)]
     assert runner.invoke(app, base).exit_code == 2  # no --access
@@ -465,7 +453,7 @@ def test_real_weather_observations_get_no_bucket_migration_and_a_bucket_step_on_
     their placeholder values still has its reads and writes proven. (The MP104 computed total recommended
     for the real sales is not: its prices are Decimal128, which mongomock's $multiply refuses; a real
     server proves it.)"""
-    real = Path(__file__).parent / "fixtures" / "real"
+    real = REAL
     spec = SourceSpec(dump=str(real / "sample_weatherdata.archive.gz"))
     report = analyze(spec)
     access_path = real / "weatherdata.access.yaml"

@@ -6,7 +6,6 @@ import struct
 import subprocess
 import zlib
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 from bson import ObjectId
@@ -16,11 +15,11 @@ from mongopat import command
 from mongopat.cli import app
 from mongopat.render.html import render_html
 from mongopat.sources import SourceSpec
-from tests.conftest import write_export
+from tests.support.dumps import write_export
+from tests.support.paths import REAL, SAMPLE_CONFIGS
 from tests.support.scenarios import update_readings
 
 runner = CliRunner()
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
 VOID = {"meta", "br", "img", "input", "link", "hr", "rect", "line", "path", "circle"}
 
 
@@ -80,8 +79,8 @@ def check(page: str) -> Checker:
 
 @pytest.fixture(scope="module")
 def ecommerce():
-    report = command.analyze(SourceSpec(dump=str(SAMPLES / "ecommerce")))
-    result = command.recommend(report, str(SAMPLES / "ecommerce/access.yaml"))
+    report = command.analyze(SourceSpec(dump=str(SAMPLE_CONFIGS / "ecommerce")))
+    result = command.recommend(report, str(SAMPLE_CONFIGS / "ecommerce/access.yaml"))
     return report, result
 
 
@@ -126,7 +125,7 @@ def test_values_are_hidden_unless_asked(tmp_path):
 
 def test_recommend_html_from_a_saved_report(tmp_path):
     saved = tmp_path / "report.json"
-    assert runner.invoke(app, ["analyze", "--dump", str(SAMPLES / "iot"), "-o", str(saved), "-q"]).exit_code == 0
+    assert runner.invoke(app, ["analyze", "--dump", str(SAMPLE_CONFIGS / "iot"), "-o", str(saved), "-q"]).exit_code == 0
     page_path = tmp_path / "advice.html"
     result = runner.invoke(app, ["recommend", "--report", str(saved), "--html", str(page_path), "-q"])
     assert result.exit_code == 0, result.output
@@ -256,9 +255,6 @@ def test_renders_in_headless_chromium_without_console_errors(ecommerce, tmp_path
     colours = {row[i : i + 3] for row in rows[::40] for i in range(0, len(row), 64)}
     dark = sum(1 for row in rows[::20] for i in range(0, len(row), 16) if row[i] < 100)
     assert len(colours) > 5 and dark > 50  # text and charts, not a blank page
-
-
-REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 
 
 @pytest.fixture(scope="module")

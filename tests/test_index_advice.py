@@ -16,7 +16,8 @@ from mongopat import command
 from mongopat.cli import app
 from mongopat.migrate.script import load_folder
 from mongopat.sources import SourceSpec
-from tests.conftest import write_bson_dump
+from tests.support.dumps import write_bson_dump
+from tests.support.paths import SAMPLE_CONFIGS
 from tests.support.scenarios import update_readings
 
 runner = CliRunner()
@@ -161,13 +162,10 @@ def test_rehearsal_explains_each_read_before_and_after(mongo, tmp_path):
     assert result["ok"], result["failures"]
 
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
-
-
 def test_a_pattern_plans_the_indexes_its_rewritten_reads_need(tmp_path):
     """The attribute pattern rewrites the catalogue search to match attributes.k and attributes.v: its
     migration ends with that index. Today's reads' own indexes stay the missing-index rule's."""
-    folder = SAMPLES / "ecommerce"
+    folder = SAMPLE_CONFIGS / "ecommerce"
     data = next(p for p in folder.iterdir() if p.is_dir())
     result = recommended(SourceSpec(dump=str(data)), folder / "access.yaml", tmp_path / "rec.json")
     [attribute] = [rec for rec in result["recommendations"] if rec["code"] == "MP107"]
@@ -185,7 +183,7 @@ def test_an_index_a_pattern_supersedes_is_left_out_when_both_are_planned(tmp_pat
     """A time-series collection takes the readings, and the sensor range read goes to it: its index is
     created there, and the index for today's readings (MP210) is left out when both are planned. So with
     the bucket pattern (readings updated in place), whose buckets lack the fields today's index is on."""
-    folder = SAMPLES / "iot"
+    folder = SAMPLE_CONFIGS / "iot"
     data = next(p for p in folder.iterdir() if p.is_dir())
     result = recommended(SourceSpec(dump=str(data)), folder / "access.yaml", tmp_path / "ts.json")
     [missing] = [rec for rec in result["recommendations"] if rec["code"] == "MP210"]
@@ -244,7 +242,7 @@ def test_indexes_only_the_old_shape_used_are_dropped_with_the_pattern(tmp_path):
     comes back with down); a TTL index on it is a person's decision."""
     from mongopat.sources.dump import read_json_documents
 
-    folder = SAMPLES / "iot"
+    folder = SAMPLE_CONFIGS / "iot"
     documents = list(read_json_documents(folder / "iot" / "readings.json"))
     data = tmp_path / "data" / "iot"
     indexes = [

@@ -17,8 +17,8 @@ from mongopat.migrate.operations import transform
 from mongopat.migrate.operations.map_to_array import array_to_map
 from mongopat.migrate.steps import StepError, build_step
 from mongopat.sources import SourceSpec
-from tests.conftest import write_export
-from tests.rules.helpers import findings, report_of
+from tests.support.dumps import write_export
+from tests.support.evidence import findings, report_of
 
 
 def customers(n=500, keys=2000, seed=1, per_doc=4):

@@ -1,22 +1,21 @@
 """The whole flow through the CLI: analyze -> recommend -> plan -> up -> verify -> down --to base."""
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from mongopat.cli import app
 from mongopat.sources import DumpSource
-from tests.test_migrate_runtime import snapshot
+from tests.support.migrations import snapshot
+from tests.support.paths import SAMPLE_CONFIGS
 
 runner = CliRunner()
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
 
 
 def restore(mongo, scenario: str) -> None:
     """Load a sample scenario into the test database (what mongorestore/mongoimport would do)."""
-    source = DumpSource(SAMPLES / scenario)
+    source = DumpSource(SAMPLE_CONFIGS / scenario)
     for name in source.collections():
         mongo.db[name].insert_many([doc for doc, _ in source.documents(name, None)])
 
@@ -28,7 +27,17 @@ def test_end_to_end_on_the_ecommerce_sample(mongo, tmp_path):
     recs = tmp_path / "recs.json"
     folder = tmp_path / "migrations"
     result = runner.invoke(
-        app, ["recommend", *target, "--access", str(SAMPLES / "ecommerce/access.yaml"), "-f", "json", "-o", str(recs)]
+        app,
+        [
+            "recommend",
+            *target,
+            "--access",
+            str(SAMPLE_CONFIGS / "ecommerce/access.yaml"),
+            "-f",
+            "json",
+            "-o",
+            str(recs),
+        ],
     )
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["migrate", "plan", "--from", str(recs), "--dir", str(folder), "--yes"])

@@ -2,7 +2,6 @@
 recovery, the file lock, and the format of every file kept."""
 
 import datetime
-import gzip
 import os
 import random
 import shutil
@@ -24,43 +23,16 @@ from mongopat.migrate.catalog import index_name
 from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.runner import RunOptions
-from mongopat.migrate.script import load_folder, render
-from tests.test_migrate_runtime import STEPS, dataset
+from mongopat.migrate.script import load_folder
+from tests.support.dumps import big_dump, files, make_dump
+from tests.support.migrations import STEPS, write
+from tests.support.paths import REPOSITORY, SAMPLE_CONFIGS
 
 runner = CliRunner()
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
 
 
 class Boom(RuntimeError):
     pass
-
-
-def make_dump(folder: Path, fmt: str = "json") -> Path:
-    data = folder / "shop"
-    data.mkdir(parents=True)
-    for name, docs in dataset().items():
-        if fmt == "bson":
-            (data / f"{name}.bson").write_bytes(b"".join(bson.encode(d) for d in docs))
-        elif fmt == "json.gz":
-            with gzip.open(data / f"{name}.json.gz", "wt") as handle:
-                handle.writelines(json_util.dumps(d) + "\n" for d in docs)
-        else:
-            (data / f"{name}.json").write_text("".join(json_util.dumps(d) + "\n" for d in docs))
-    (data / "orders.metadata.json").write_text(
-        json_util.dumps({"indexes": [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]})
-    )
-    return data
-
-
-def files(folder: Path) -> dict[str, bytes]:
-    """Every collection file and metadata (not mongopat's own files)."""
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if not p.name.startswith(("mongopat_", "."))}
-
-
-def write(folder: Path, migration_id: str, *steps) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{migration_id}.yaml").write_text(render(migration_id, migration_id, list(steps)))
-    return folder
 
 
 def make_runner(data: Path, migrations: Path, **options) -> DumpRunner:
@@ -153,27 +125,6 @@ def test_exception_at_random_points_then_resume(tmp_path):
         assert files(data) == expected, f"attempt {attempt}, cut {cut}"
 
 
-def _big_dump(folder: Path) -> Path:
-    data = folder / "iot"
-    data.mkdir(parents=True)
-    start = datetime.datetime(2026, 1, 1)
-    lines = [
-        json_util.dumps(
-            {
-                "_id": ObjectId(f"{i:024x}"),
-                "sensor": f"s{i % 20}",
-                "ts": start + datetime.timedelta(seconds=i),
-                "v": i % 17 * 0.5,
-                "tags": list(range(i % 7)) if i % 997 else list(range(400)),
-            }
-        )
-        + "\n"
-        for i in range(15_000)
-    ]
-    (data / "readings.json").write_text("".join(lines))
-    return data
-
-
 BIG_STEPS = [
     {"step": "computed", "collection": "readings", "field": "v2", "expression": "v * 2"},
     {
@@ -196,7 +147,7 @@ BIG_STEPS = [
 
 def test_sigkill_at_random_moments_then_resume(tmp_path):
     migrations = write(tmp_path / "m", "0001_big", *BIG_STEPS)
-    interrupted = _kill_at_random_moments(tmp_path, _big_dump, migrations, ["--lock-timeout", "0"], 9, (0.35, 0.95), 4)
+    interrupted = _kill_at_random_moments(tmp_path, big_dump, migrations, ["--lock-timeout", "0"], 9, (0.35, 0.95), 4)
     assert interrupted >= 3  # the kills landed inside the run, not after it
 
 
@@ -207,7 +158,7 @@ def _kill_at_random_moments(
     fraction in ``window`` of an uninterrupted run's), until ``wanted`` kills landed before the end or 8
     tries; after each, no process of the run is left, the next run (in process) ends byte-identical to
     the uninterrupted one and leaves no spill folder. Returns how many kills landed inside the run."""
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    env = dict(os.environ, PYTHONPATH=str(REPOSITORY))
 
     def command(data: Path) -> list[str]:
         return [sys.executable, "-m", "mongopat", "-q", "migrate", "up", "--dump", str(data), "--dir",
@@ -272,7 +223,7 @@ def test_the_file_lock(tmp_path):
 
 def test_a_step_longer_than_the_lease_keeps_its_lock(tmp_path):
     """The lease is renewed while a step runs, so a second run cannot take over a long first one."""
-    data = _big_dump(tmp_path)
+    data = big_dump(tmp_path)
     migrations = write(tmp_path / "m", "0001_m", BIG_STEPS[0])
     attempts: list[bool] = []
 
@@ -302,7 +253,7 @@ def test_bookkeeping_files_are_not_collections(tmp_path):
 
 def test_end_to_end_on_a_dump_folder(tmp_path):
     data = tmp_path / "shop"
-    shutil.copytree(SAMPLES / "ecommerce" / "shop", data)
+    shutil.copytree(SAMPLE_CONFIGS / "ecommerce" / "shop", data)
     before = files(data)
     recs, folder = tmp_path / "recs.json", tmp_path / "migrations"
     assert (
@@ -313,7 +264,7 @@ def test_end_to_end_on_a_dump_folder(tmp_path):
                 "--dump",
                 str(data),
                 "--access",
-                str(SAMPLES / "ecommerce/access.yaml"),
+                str(SAMPLE_CONFIGS / "ecommerce/access.yaml"),
                 "-f",
                 "json",
                 "-o",
@@ -336,9 +287,9 @@ def test_end_to_end_on_a_dump_folder(tmp_path):
 def test_two_concurrent_runs_exactly_one_applies(tmp_path):
     """Two processes start `migrate up` on one folder at once: one applies, the other waits for the lock,
     then finds nothing left to do (or, with a short lock timeout, stops naming the holder)."""
-    data = _big_dump(tmp_path)
+    data = big_dump(tmp_path)
     migrations = write(tmp_path / "m", "0001_big", *BIG_STEPS)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    env = dict(os.environ, PYTHONPATH=str(REPOSITORY))
     command = [
         sys.executable,
         "-m",
@@ -472,7 +423,7 @@ def test_ctrl_c_during_a_parallel_bucket_migration_prints_one_line(tmp_path):
     """Ctrl-C reaches the whole process group, workers included: one line, exit 130, and the next run
     completes the migration."""
     migrations = write(tmp_path / "m", "0001_bucket", dict(BIG_STEPS[2], window_seconds=3600))
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    env = dict(os.environ, PYTHONPATH=str(REPOSITORY))
     interrupted = 0
     for attempt, delay in enumerate((0.0, 0.001, 0.02, 0.0, 0.0)):
         if interrupted == 2:

@@ -17,7 +17,7 @@ from bson.raw_bson import RawBSONDocument
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.server.runner import Runner
-from tests.test_online import BackupCollection
+from tests.support.application import BackupCollection
 
 STEPS: dict[str, dict[str, Any]] = {
     "set_field": {"field": "flag", "value": {"on": True, "since": 3}},

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from mongopat import api
 from mongopat.cli import app
 from mongopat.errors import OperationFailed
+from tests.support.paths import SAMPLE_CONFIGS
 
 runner = CliRunner()
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
 ORDERS = 800
 
 
@@ -32,11 +32,11 @@ def target_of(kind: str, mongo: Any, tmp_path: Path) -> list[str]:
     """The ecommerce sample as a dump folder, or loaded into the test lane's database."""
     if kind == "dump":
         data = tmp_path / "data"
-        shutil.copytree(SAMPLES / "ecommerce" / "shop", data)
+        shutil.copytree(SAMPLE_CONFIGS / "ecommerce" / "shop", data)
         return ["--dump", str(data)]
     from mongopat.sources.dump import read_json_documents
 
-    for path in sorted((SAMPLES / "ecommerce" / "shop").glob("*.json")):
+    for path in sorted((SAMPLE_CONFIGS / "ecommerce" / "shop").glob("*.json")):
         mongo.db[path.stem].insert_many(list(read_json_documents(path)))
     return mongo.cli_args()
 
@@ -87,7 +87,7 @@ def test_a_typo_in_a_new_migration_is_an_input_error_the_fixed_file_runs_past(ki
 def test_a_failure_after_writes_keeps_its_migration_refused_once_edited(tmp_path):
     """Steps that ran changed documents: the edited file may not run on top of them; down first."""
     data = tmp_path / "data"
-    shutil.copytree(SAMPLES / "ecommerce" / "shop", data)
+    shutil.copytree(SAMPLE_CONFIGS / "ecommerce" / "shop", data)
     folder = tmp_path / "migrations"
     path = migration(
         folder,
@@ -106,7 +106,7 @@ def test_a_failure_after_writes_keeps_its_migration_refused_once_edited(tmp_path
 @pytest.mark.parametrize("command", [["status"], ["up", "--yes"], ["down", "--yes"], ["verify"]])
 def test_a_missing_migrations_folder_is_an_error(command, tmp_path):
     data = tmp_path / "data"
-    shutil.copytree(SAMPLES / "ecommerce" / "shop", data)
+    shutil.copytree(SAMPLE_CONFIGS / "ecommerce" / "shop", data)
     result = runner.invoke(
         app, ["migrate", command[0], "--dump", str(data), "--dir", str(tmp_path / "nodir"), *command[1:]]
     )
@@ -117,7 +117,7 @@ def test_down_says_what_it_would_revert_and_speaks_json(tmp_path):
     import json
 
     data = tmp_path / "data"
-    shutil.copytree(SAMPLES / "ecommerce" / "shop", data)
+    shutil.copytree(SAMPLE_CONFIGS / "ecommerce" / "shop", data)
     folder = tmp_path / "migrations"
     migration(folder, "0001_flag", "{step: set_field, collection: orders, field: flag, value: 1}")
     migration(folder, "0002_more", "{step: set_field, collection: customers, field: vip, value: false}")

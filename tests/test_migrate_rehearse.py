@@ -5,33 +5,15 @@ on a database of the ``mongo`` fixture (scratch databases on the same deployment
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from mongopat.cli import app
-from tests.test_migrate_dump import make_dump, write
-from tests.test_migrate_runtime import STEPS, load, snapshot
+from tests.support.migrations import STEPS, load, write
 
 runner = CliRunner()
 STEP_NAMES = ("computed", "extended_reference", "tree", "pre_aggregation", "bucket", "create_index")
-
-
-def every_file(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
-
-
-@pytest.fixture(params=["database", "dump"])
-def source(request, mongo, tmp_path):
-    """(CLI arguments, the source's state, the databases of its deployment or None)."""
-    if request.param == "database":
-        load(mongo.db)
-        return mongo.cli_args(), (lambda: snapshot(mongo.db)), (lambda: set(mongo.client.list_database_names()))
-    if mongo.real:
-        pytest.skip("a dump folder needs no server: it runs in the mongomock lane")
-    data = make_dump(tmp_path)
-    return ["--dump", str(data)], (lambda: every_file(data)), (lambda: None)
 
 
 def rehearse(*args: str) -> tuple[int, dict, str]:
@@ -41,8 +23,8 @@ def rehearse(*args: str) -> tuple[int, dict, str]:
     return result.exit_code, (json.loads(text) if text.startswith("{") else {}), result.output
 
 
-def test_a_rehearsal_on_a_sample_passes_and_leaves_the_source_as_it_was(source, tmp_path):
-    args, state, databases = source
+def test_a_rehearsal_on_a_sample_passes_and_leaves_the_source_as_it_was(target, tmp_path):
+    args, state, databases = target.args, target.state, target.databases
     folder = write(tmp_path / "m", "0001_m", *(STEPS[name] for name in STEP_NAMES))
     before, dbs = state(), databases()
     code, result, output = rehearse(*args, "--dir", str(folder), "--sample", "50")
@@ -79,8 +61,8 @@ def down(db):
 '''
 
 
-def test_a_rehearsal_finds_what_down_does_not_restore(source, tmp_path):
-    args, state, _databases = source
+def test_a_rehearsal_finds_what_down_does_not_restore(target, tmp_path):
+    args, state = target.args, target.state
     if args[0] == "--dump":
         pytest.skip("Python migrations run on servers")
     folder = write(tmp_path / "m", "0001_m", STEPS["computed"])

@@ -9,22 +9,15 @@ import pytest
 from typer.testing import CliRunner
 
 from mongopat.cli import app
-from tests.test_migrate_dump import make_dump, write
-from tests.test_migrate_runtime import STEPS, load
+from tests.support.migrations import STEPS, write
 
 runner = CliRunner()
 
 
-@pytest.fixture(params=["database", "dump"])
-def applied(request, mongo, tmp_path):
-    """(CLI arguments, migrations folder) with 0001_total applied."""
-    if request.param == "database":
-        load(mongo.db)
-        args = mongo.cli_args()
-    else:
-        if mongo.real:
-            pytest.skip("a dump folder needs no server: it runs in the mongomock lane")
-        args = ["--dump", str(make_dump(tmp_path))]
+@pytest.fixture
+def applied(target, tmp_path):
+    """(CLI arguments, migrations folder) with 0001_total applied, on a database and on a dump folder."""
+    args = target.args
     folder = write(tmp_path / "m", "0001_total", STEPS["computed"])
     assert runner.invoke(app, ["migrate", "up", *args, "--dir", str(folder), "--yes", "-q"]).exit_code == 0
     return args, folder

@@ -1,190 +1,23 @@
 """Running migrations: up/down round trips per step, crash and resume, the lock, status, verify.
 
-All tests take their database from the ``mongo`` fixture (mongomock, or a real server with
-MONGOPAT_TEST_URI). mongomock differs from MongoDB in ways noted where they matter: it cannot return raw
-BSON (mongopat then encodes the decoded document, which keeps field order), and its bulk_write needs
-mongopat's small compatibility shim (sources/mongo.py).
+Every test runs in both lanes of the ``mongo`` fixture (mongomock, and a real server: SecantusDB, or
+MONGOPAT_TEST_URI's deployment). Where mongomock cannot return raw BSON, mongopat encodes the decoded
+document, which keeps field order; what either engine departs from is marked ``diverges``.
 """
 
 import datetime
 import random
-from pathlib import Path
 
-import bson
 import pytest
-from bson import ObjectId
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, CHANGELOG, LOCK, utcnow
 from mongopat.migrate.catalog import index_name
-from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server.runner import Runner, RunOptions
+from tests.support.migrations import STEPS, dataset, final_state_without_faults, load, runner, snapshot, write
 
 
 class Boom(RuntimeError):
     pass
-
-
-START = datetime.datetime(2026, 1, 1)
-
-
-def oid(n: int) -> ObjectId:
-    return ObjectId(f"{n:024x}")
-
-
-def dataset():
-    """The same documents every call (ObjectIds included), so runs can be compared byte for byte."""
-    rng = random.Random(3)
-    customers = [{"_id": oid(1000 + i), "name": f"c{i}", "email": f"c{i}@x.io"} for i in range(12)]
-    orders = []
-    for i in range(230):
-        items = [
-            {"price": round(rng.random() * 10, 2), "qty": rng.randint(1, 3)}
-            for _ in range(rng.randint(0, 6) if i % 50 else 120)
-        ]
-        orders.append(
-            {
-                "_id": oid(2000 + i),
-                "customerId": customers[i % 12]["_id"],
-                "createdAt": START + datetime.timedelta(hours=i),
-                "status": rng.choice(["new", "paid"]),
-                "items": items,
-                "ram": 8 if i % 3 == 0 else None,
-                "cpu": "M3" if i % 3 == 1 else None,
-            }
-        )
-    for order in orders:
-        for key in ("ram", "cpu"):
-            if order[key] is None:
-                del order[key]
-    readings = [
-        {
-            "_id": oid(5000 + i),
-            "sensor": f"s{i % 4}",
-            "ts": START + datetime.timedelta(seconds=7 * i),
-            "v": i % 13 * 1.5,
-        }
-        for i in range(900)
-    ]
-    categories = [{"_id": "root", "parent": None}] + [
-        {"_id": f"n{i}", "parent": "root" if i < 3 else f"n{i % 3}"} for i in range(40)
-    ]
-    deals = [
-        {"_id": i, "accountId": i % 7, "amount": 100 + i, "status": "open" if i % 2 else "won"} for i in range(150)
-    ]
-    accounts = [{"_id": i, "name": f"a{i}"} for i in range(7)]
-    return {
-        "customers": customers,
-        "orders": orders,
-        "readings": readings,
-        "categories": categories,
-        "deals": deals,
-        "accounts": accounts,
-    }
-
-
-STEPS = {
-    "computed": {
-        "step": "computed",
-        "collection": "orders",
-        "field": "total",
-        "expression": "sum(items.price * items.qty)",
-    },
-    "attribute": {
-        "step": "attribute",
-        "collection": "orders",
-        "fields": ["ram", "cpu"],
-        "index": {"attributes.k": 1, "attributes.v": 1},
-    },
-    "polymorphic": {
-        "step": "polymorphic",
-        "collection": "orders",
-        "rules": [{"when_has": "ram", "type": "laptop"}],
-        "default": "other",
-    },
-    "schema_versioning": {
-        "step": "schema_versioning",
-        "collection": "orders",
-        "rules": [{"when_has": "cpu", "version": 2}],
-    },
-    "approximation": {"step": "approximation", "collection": "orders", "field": "likes", "factor": 100},
-    "tree": {"step": "tree", "collection": "categories", "parent_field": "parent"},
-    "extended_reference": {
-        "step": "extended_reference",
-        "collection": "orders",
-        "from": "customers",
-        "local": "customerId",
-        "fields": ["name", "email"],
-        "as": "customer",
-    },
-    "pre_aggregation": {
-        "step": "pre_aggregation",
-        "collection": "accounts",
-        "from": "deals",
-        "foreign": "accountId",
-        "compute": {"total": {"sum": "amount"}, "open": {"count": {"status": "open"}}},
-        "into": "stats",
-    },
-    "document_versioning": {
-        "step": "document_versioning",
-        "collection": "orders",
-        "history_collection": "orders_history",
-    },
-    "subset": {
-        "step": "subset",
-        "collection": "orders",
-        "field": "items",
-        "keep": 3,
-        "full_collection": "orders_items",
-    },
-    "outlier": {
-        "step": "outlier",
-        "collection": "orders",
-        "field": "items",
-        "threshold": 20,
-        "overflow_collection": "orders_items_overflow",
-    },
-    "bucket": {
-        "step": "bucket",
-        "collection": "readings",
-        "series_key": "sensor",
-        "time_field": "ts",
-        "window_seconds": 300,
-        "measurements": ["v"],
-        "max_bucket_size": 50,
-    },
-    "set_field": {"step": "set_field", "collection": "orders", "field": "flags.reviewed", "value": False},
-    "unset_field": {"step": "unset_field", "collection": "orders", "field": "status"},
-    "rename_field": {"step": "rename_field", "collection": "orders", "from": "status", "to": "state"},
-    "create_index": {"step": "create_index", "collection": "orders", "keys": {"status": 1, "createdAt": -1}},
-    "copy_collection": {"step": "copy_collection", "collection": "customers", "to": "customers_copy"},
-    "rename_collection": {"step": "rename_collection", "collection": "accounts", "to": "clients"},
-}
-
-
-def load(db):
-    for name, docs in dataset().items():
-        db[name].drop()
-        db[name].insert_many(docs)
-
-
-def snapshot(db):
-    """Every user collection as sorted raw BSON: byte-level comparison of states."""
-    out = {}
-    for name in sorted(db.list_collection_names()):
-        if name.startswith("mongopat_") or name.startswith("system."):
-            continue
-        out[name] = sorted(bson.encode(doc) for doc in db[name].find())
-    return out
-
-
-def write(folder: Path, migration_id: str, *steps) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{migration_id}.yaml").write_text(render(migration_id, migration_id, list(steps)))
-
-
-def runner(db, folder, **options):
-    return Runner(db, load_folder(folder), RunOptions(**{"batch_size": 37, "lock_timeout": 0.3, **options}))
 
 
 @pytest.mark.parametrize("name", sorted(STEPS))
@@ -234,20 +67,10 @@ def test_shapes_after_up(mongo, tmp_path):
     assert not [name for name in db.list_collection_names() if name.startswith("mongopat_orig")]
 
 
-def _final_state_without_faults(mongo, tmp_path, steps, **options):
-    db = mongo.client[mongo.db_name + "_ref"]
-    load(db)
-    write(tmp_path / "ref", "0001_m", *steps)
-    runner(db, tmp_path / "ref", **options).up()
-    state = snapshot(db)
-    mongo.client.drop_database(mongo.db_name + "_ref")
-    return state
-
-
 @pytest.mark.parametrize("combo", [["computed", "outlier"], ["bucket"], ["subset", "document_versioning"]])
 def test_crash_at_random_batches_then_resume_gives_the_same_result(mongo, tmp_path, combo):
     steps = [STEPS[name] for name in combo]
-    expected = _final_state_without_faults(mongo, tmp_path, steps)
+    expected = final_state_without_faults(mongo, tmp_path, steps)
     rng = random.Random(11)
     db = mongo.db
     for attempt in range(6):

@@ -6,28 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 
-import pytest
 from typer.testing import CliRunner
 
 from mongopat.cli import app
-from tests.test_migrate_dump import make_dump, write
-from tests.test_migrate_runtime import STEPS, load, snapshot
+from tests.support.migrations import STEPS, write
 
 runner = CliRunner()
-
-
-@pytest.fixture(params=["database", "dump"])
-def target(request, mongo, tmp_path):
-    """(CLI arguments, a function giving the target's collections as bytes, a run of 'migrate up')."""
-    if request.param == "database":
-        load(mongo.db)
-        return mongo.cli_args(), lambda: snapshot(mongo.db)
-    if mongo.real:
-        pytest.skip("a dump folder needs no server: it runs in the mongomock lane")
-    data = make_dump(tmp_path)
-    return ["--dump", str(data)], lambda: {
-        p.name: p.read_bytes() for p in sorted(data.iterdir()) if not p.name.startswith(("mongopat_", "."))
-    }
 
 
 def cli(*args: str) -> tuple[int, dict]:
@@ -43,7 +27,7 @@ def states(args: list[str], folder) -> dict[str, str]:
 
 
 def test_stamp_refuses_while_documents_are_in_the_old_shape(target, tmp_path):
-    args, contents = target
+    args, contents = target.args, target.collections
     folder = write(tmp_path / "m", "0001_total", STEPS["computed"])
     before = contents()
     code, result = cli("stamp", "0001_total", *args, "--dir", str(folder))
@@ -55,7 +39,7 @@ def test_stamp_refuses_while_documents_are_in_the_old_shape(target, tmp_path):
 
 def test_stamp_records_data_already_migrated_by_hand(target, tmp_path):
     """Migrated by another tool (here: mongopat itself, in a folder the changelog then forgets)."""
-    args, contents = target
+    args, contents = target.args, target.collections
     first = write(tmp_path / "first", "0001_total", STEPS["computed"])
     assert runner.invoke(app, ["migrate", "up", *args, "--dir", str(first), "--yes", "-q"]).exit_code == 0
     assert cli("stamp", "base", *args, "--dir", str(first), "--yes")[0] == 0  # the changelog forgets it
@@ -74,7 +58,7 @@ def test_stamp_records_data_already_migrated_by_hand(target, tmp_path):
 
 
 def test_stamp_force_records_anyway_and_says_so(target, tmp_path):
-    args, contents = target
+    args, contents = target.args, target.collections
     folder = write(tmp_path / "m", "0001_total", STEPS["computed"])
     before = contents()
     code, result = cli("stamp", "0001_total", *args, "--dir", str(folder), "--force")
@@ -83,7 +67,7 @@ def test_stamp_force_records_anyway_and_says_so(target, tmp_path):
 
 
 def test_stamp_base_forgets_and_leaves_the_data(target, tmp_path):
-    args, contents = target
+    args, contents = target.args, target.collections
     folder = write(tmp_path / "m", "0001_total", STEPS["computed"])
     assert runner.invoke(app, ["migrate", "up", *args, "--dir", str(folder), "--yes", "-q"]).exit_code == 0
     migrated = contents()
@@ -94,7 +78,7 @@ def test_stamp_base_forgets_and_leaves_the_data(target, tmp_path):
 
 
 def test_stamp_input_errors(target, tmp_path):
-    args, _contents = target
+    args = target.args
     folder = write(tmp_path / "m", "0001_total", STEPS["computed"])
     result = runner.invoke(app, ["migrate", "stamp", "0009_nope", *args, "--dir", str(folder)])
     assert result.exit_code == 2 and "0009_nope" in result.output

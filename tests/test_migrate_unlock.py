@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from mongopat.migrate.bookkeeping import LOCK, Lock, host_name, utcnow
 from mongopat.migrate.dump_folder.files import FileLock
-from tests.test_migrate_dump import make_dump
 
 runner = CliRunner()
 
@@ -22,18 +21,6 @@ def unlock(args: list[str], *extra: str) -> tuple[int, dict]:
     result = runner.invoke(app, ["migrate", "unlock", *args, *extra, "-f", "json"])
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     return result.exit_code, (json.loads(result.stdout) if result.stdout.strip().startswith("{") else {})
-
-
-@pytest.fixture(params=["database", "dump"])
-def target(request, mongo, tmp_path):
-    """(CLI arguments, a lock of that target) for a database of the ``mongo`` fixture or a dump folder."""
-    if request.param == "database":
-        mongo.db.orders.insert_one({"_id": 1})
-        return mongo.cli_args(), lambda: Lock(mongo.db, lease_seconds=60)
-    if mongo.real:
-        pytest.skip("a dump folder's lock needs no server: it runs in the mongomock lane")
-    data = make_dump(tmp_path)
-    return ["--dump", str(data)], lambda: FileLock(data, lease_seconds=60)
 
 
 def age(lock: Lock | FileLock, seconds: float) -> None:
@@ -49,13 +36,13 @@ def age(lock: Lock | FileLock, seconds: float) -> None:
 
 
 def test_a_free_lock(target):
-    args, _make = target
+    args = target.args
     code, result = unlock(args)
     assert code == 0 and result == {"unlock_version": 1, "state": "free", "released": False}
 
 
 def test_a_live_lease_is_shown_and_kept_without_force(target):
-    args, make = target
+    args, make = target.args, target.lock
     held = make()
     held.acquire(1)
     code, result = unlock(args)
@@ -66,7 +53,7 @@ def test_a_live_lease_is_shown_and_kept_without_force(target):
 
 
 def test_an_expired_lease_is_released_and_a_run_can_start(target):
-    args, make = target
+    args, make = target.args, target.lock
     dead = make()
     dead.acquire(1)
     age(dead, 5)
@@ -81,7 +68,7 @@ def test_an_expired_lease_is_released_and_a_run_can_start(target):
 def test_force_releases_a_live_lease_and_its_run_stops_at_its_next_renewal(target):
     from mongopat.migrate.bookkeeping import LockLost
 
-    args, make = target
+    args, make = target.args, target.lock
     held = make()
     held.acquire(1)
     code, result = unlock(args, "--force", "--yes")
@@ -91,7 +78,7 @@ def test_force_releases_a_live_lease_and_its_run_stops_at_its_next_renewal(targe
 
 
 def test_force_without_yes_and_no_terminal_refuses(target):
-    args, make = target
+    args, make = target.args, target.lock
     held = make()
     held.acquire(1)
     from mongopat.cli import app
@@ -103,7 +90,7 @@ def test_force_without_yes_and_no_terminal_refuses(target):
 
 def test_a_lease_renewed_after_it_was_read_is_not_released(target):
     """unlock removes only the lease it showed: one renewed (or taken over) meanwhile stays."""
-    _args, make = target
+    make = target.lock
     dead = make()
     dead.acquire(1)
     age(dead, 5)

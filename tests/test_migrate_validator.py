@@ -18,8 +18,8 @@ from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
 from mongopat.migrate.server.runner import Runner
-from tests.test_migrate_dump import files, make_dump, write
-from tests.test_migrate_runtime import STEPS, load, snapshot
+from tests.support.dumps import files, make_dump
+from tests.support.migrations import STEPS, load, snapshot, write
 
 runner = CliRunner()
 NO_COLLMOD = "db.command('collMod', ...) and list_collections(): NotImplementedError in mongomock"

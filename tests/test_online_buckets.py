@@ -1,122 +1,33 @@
 """The bucket step while the application writes: no reading is lost, duplicated or brought back.
 
-The application here is the one the README describes for the transition: it reads both shapes, inserts
-readings as documents or pushes them into the current bucket with its own upsert, and changes or deletes
-a reading in both shapes (by ``_id``, and by ``readings._id`` in its bucket). The harness of
-``test_online`` lets it write before every call mongopat makes. mongomock stands in for MongoDB (one
-thread interleaving); with MONGOPAT_TEST_URI the same runs against a real server.
+The application (``tests.support.readings``) is the one the README describes for the transition; the
+harness of ``tests.support.application`` lets it write before every call mongopat makes, in both lanes of
+the ``mongo`` fixture.
 """
 
 from __future__ import annotations
 
 import datetime
-import os
 import random
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from test_online import (
-    Application,
-    BeforeBulkWrite,
-    Crash,
-    InterleavingDatabase,
-    up_with_crashes,
-    with_writer_thread,
-)
 
 from mongopat.migrate.operations import bucket
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
-from tests.conftest import first_seeds_only
-
-T0 = datetime.datetime(2026, 3, 1)
-SPEC = {
-    "step": "bucket",
-    "collection": "readings",
-    "series_key": "sensor",
-    "time_field": "ts",
-    "window_seconds": 600,
-    "measurements": ["v"],
-    "max_bucket_size": 6,
-}
-
-
-def reading(ident: int, rng: random.Random) -> dict[str, Any]:
-    return {
-        "_id": ident,
-        "sensor": f"s{rng.randint(0, 2)}",
-        "ts": T0 + datetime.timedelta(seconds=rng.randint(0, 3600)),
-        "v": rng.randint(0, 100),
-        "app_counter": 0,
-    }
-
-
-class ReadingsApplication(Application):
-    """Writes readings in both shapes; records every write MongoDB acknowledged (its recording, lock and
-    ``act`` are :class:`test_online.Application`'s)."""
-
-    def __init__(
-        self,
-        collection: Any,
-        seed: int,
-        spec: dict[str, Any] | None = None,
-        make: Callable[[int, random.Random], dict[str, Any]] | None = None,
-        skip: frozenset[Any] = frozenset({999}),
-    ) -> None:
-        super().__init__(collection, seed, make=make or reading)
-        self.spec = spec or SPEC
-        self.skip = skip  # documents that are not readings (no time): the application leaves them alone
-        self.new_shape_inserts = True
-
-    def all_ids(self) -> list[Any]:
-        ids = []
-        for doc in self.collection.find({}, {"_id": 1, "readings._id": 1}):
-            if "readings" in doc or doc["_id"] not in self.skip:  # bucket _ids are documents
-                ids.extend([r["_id"] for r in doc["readings"]] if "readings" in doc else [doc["_id"]])
-        return ids
-
-    def _one(self) -> None:
-        kind = self.rng.choice(("inc", "inc", "insert", "push", "delete"))
-        ids = self.all_ids()
-        ident = self.rng.choice(ids) if ids else None
-        if kind == "inc" and ident is not None:
-            # The same change in both shapes: at most one of them holds the reading at a time.
-            matched = self.collection.update_one({"_id": ident}, {"$inc": {"app_counter": 1}}).matched_count
-            matched += self.collection.update_one(
-                {"readings._id": ident}, {"$inc": {"readings.$.app_counter": 1}}
-            ).matched_count
-            if matched:
-                self.counters[ident] = self.counters.get(ident, 0) + 1
-        elif kind == "insert" or (kind == "push" and not self.new_shape_inserts):
-            self.next_id += 1
-            self.collection.insert_one(self.make(self.next_id, self.rng))
-            self.inserted.add(self.next_id)
-        elif kind == "push":
-            # A new reading in the new shape: the application's own upsert into the current bucket.
-            self.next_id += 1
-            new = self.make(self.next_id, self.rng)
-            series_key, spec = self.spec["series_key"], self.spec
-            start = bucket.window_start(new[spec["time_field"]], build_step(spec))
-            self.collection.update_one(
-                {series_key: new[series_key], "start": start, "count": {"$lt": spec["max_bucket_size"]}},
-                {
-                    "$push": {"readings": {k: v for k, v in new.items() if k != series_key}},
-                    "$inc": {"count": 1},
-                    "$setOnInsert": {"end": start + datetime.timedelta(seconds=spec["window_seconds"])},
-                },
-                upsert=True,
-            )
-            self.inserted.add(self.next_id)
-        elif kind == "delete" and ident is not None and self.rng.random() < 0.5:
-            deleted = self.collection.delete_one({"_id": ident, "readings": {"$exists": False}}).deleted_count
-            deleted += self.collection.update_one(
-                {"readings._id": ident}, {"$pull": {"readings": {"_id": ident}}, "$inc": {"count": -1}}
-            ).modified_count
-            if deleted:
-                self.deleted.add(ident)
+from tests.support.application import (
+    SEEDS,
+    BeforeBulkWrite,
+    Crash,
+    InterleavingDatabase,
+    up_with_crashes,
+    with_writer_thread,
+)
+from tests.support.backend import first_seeds_only
+from tests.support.readings import SPEC, T0, ReadingsApplication, check_readings_kept, every_reading, reading
 
 
 def setup(db: Any, tmp_path: Any, seed: int) -> Any:
@@ -129,33 +40,6 @@ def setup(db: Any, tmp_path: Any, seed: int) -> Any:
     return folder
 
 
-def every_reading(
-    db: Any, collection: str = "readings", spec: dict[str, Any] = SPEC
-) -> dict[Any, list[dict[str, Any]]]:
-    """Each reading's copies, whichever shape holds them (more than one copy is a duplicate)."""
-    found: dict[Any, list[dict[str, Any]]] = {}
-    for doc in db[collection].find():
-        if "readings" in doc:
-            for item in doc["readings"]:
-                found.setdefault(item["_id"], []).append({**item, spec["series_key"]: doc[spec["series_key"]]})
-        elif spec["time_field"] in doc:
-            found.setdefault(doc["_id"], []).append(doc)
-    return found
-
-
-def check_writes_kept(db: Any, app: ReadingsApplication, collection: str = "readings") -> None:
-    found = every_reading(db, collection, app.spec)
-    duplicated = [ident for ident, copies in found.items() if len(copies) > 1]
-    assert not duplicated, f"readings held twice: {duplicated}"
-    assert not (app.deleted & set(found)), f"deleted readings came back: {sorted(app.deleted & set(found))}"
-    assert app.inserted - app.deleted <= set(found), "an inserted reading is missing"
-    for ident, count in app.counters.items():
-        if ident in found:
-            assert found[ident][0]["app_counter"] == count, f"lost increments on reading {ident}"
-    for doc in db[collection].find({"readings": {"$type": "array"}}):
-        assert doc["count"] == len(doc["readings"]), f"bucket {doc['_id']} counts {doc['count']}"
-
-
 def run_online(db: Any, tmp_path: Any, seed: int, batch_size: int = 7) -> None:
     folder = setup(db, tmp_path, seed)
     app = ReadingsApplication(db.readings, seed)
@@ -165,17 +49,14 @@ def run_online(db: Any, tmp_path: Any, seed: int, batch_size: int = 7) -> None:
     Runner(db, load_folder(folder), options).up()  # the application stopped: its last old-shape readings
     assert db.readings.count_documents(bucket.pending(build_step(SPEC))) == 0
     assert Runner(db, load_folder(folder), options).verify() == {"0001_bucket": []}
-    check_writes_kept(db, app)
+    check_readings_kept(db, app)
     assert db.readings.find_one({"_id": 999}) == {"_id": 999, "sensor": "s0", "note": "no time: left as it is"}
     app.enabled, app.new_shape_inserts = True, False  # the application going back to the old shape
     Runner(InterleavingDatabase(db, app), load_folder(folder), options).down("base")
     app.enabled = False
-    check_writes_kept(db, app)
+    check_readings_kept(db, app)
     assert db.readings.count_documents(bucket.buckets_filter()) == 0
     assert db.mongopat_backup.count_documents({}) == 0
-
-
-SEEDS = range(1, 1 + int(os.environ.get("MONGOPAT_ONLINE_SEEDS", "3")))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -210,7 +91,7 @@ def test_crashes_while_the_application_writes_then_resume(mongo, tmp_path):
     Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
     assert db.readings.count_documents(bucket.pending(build_step(SPEC))) == 0
     assert Runner(db, load_folder(folder)).verify() == {"0001_bucket": []}
-    check_writes_kept(db, app)
+    check_readings_kept(db, app)
 
 
 def test_a_writer_thread_during_up_and_down(mongo, tmp_path):
@@ -221,12 +102,12 @@ def test_a_writer_thread_during_up_and_down(mongo, tmp_path):
     with_writer_thread(app, lambda: Runner(guarded, load_folder(folder), RunOptions(batch_size=5)).up())
     app.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
-    check_writes_kept(db, app)
+    check_readings_kept(db, app)
     assert db.readings.count_documents(bucket.pending(build_step(SPEC))) == 0
     app.enabled, app.new_shape_inserts = True, False
     with_writer_thread(app, lambda: Runner(guarded, load_folder(folder), RunOptions(batch_size=5)).down("base"))
     app.enabled = False
-    check_writes_kept(db, app)
+    check_readings_kept(db, app)
     assert db.readings.count_documents(bucket.buckets_filter()) == 0
 
 

@@ -2,22 +2,18 @@
 on weather observations from MongoDB's public sample (tests/fixtures/real), nested documents and all (the
 advice from all 400 observations; the run on the first 120, since mongomock scans a collection per write).
 The application inserts observations in both shapes, counts in both, and deletes in both, before every
-call mongopat makes (the harness of ``test_online``)."""
+call mongopat makes (the harness of ``tests.support.application``)."""
 
 from __future__ import annotations
 
 import copy
 import datetime
 import random
-from pathlib import Path
 from typing import Any
 
 import bson
 import pytest
 from bson import Decimal128
-from test_online import Application, InterleavingDatabase
-from test_online import check_writes_kept as check_kept
-from test_online_buckets import SEEDS, ReadingsApplication, check_writes_kept, every_reading
 
 from mongopat.command import analyze, recommend
 from mongopat.migrate.operations import OPERATIONS, bucket, transform
@@ -26,9 +22,12 @@ from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
 from mongopat.sources import SourceSpec, open_source
-from tests.conftest import first_seeds_only
+from tests.support.application import SEEDS, Application, InterleavingDatabase
+from tests.support.application import check_writes_kept as check_kept
+from tests.support.backend import first_seeds_only
+from tests.support.paths import REAL
+from tests.support.readings import ReadingsApplication, check_readings_kept, every_reading
 
-REAL = Path(__file__).parent / "fixtures" / "real"
 ARCHIVE = str(REAL / "sample_weatherdata.archive.gz")
 
 
@@ -86,14 +85,14 @@ def test_real_weather_observations_are_bucketed_and_back_while_the_application_w
     Runner(db, load_folder(folder), options).up()
     assert db.data.count_documents(bucket.pending(build_step(spec))) == 0
     assert Runner(db, load_folder(folder)).verify() == {"0001_bucket": []}
-    check_writes_kept(db, app, "data")
+    check_readings_kept(db, app, "data")
     assert max(b["count"] for b in db.data.find(bucket.buckets_filter())) == 3
     assert len(every_reading(db, "data", spec)) == len(originals) + len(app.inserted) - len(app.deleted)
 
     app.enabled, app.new_shape_inserts = True, False
     Runner(InterleavingDatabase(db, app), load_folder(folder), options).down("base")
     app.enabled = False
-    check_writes_kept(db, app, "data")
+    check_readings_kept(db, app, "data")
     assert db.data.count_documents(bucket.buckets_filter()) == 0
     # Observations the application left alone are the very bytes they were.
     touched = set(app.counters) | app.deleted

@@ -13,7 +13,7 @@ from mongopat.analysis.collection import AnalyzeOptions
 from mongopat.command import analyze
 from mongopat.errors import InputError
 from mongopat.sources import DumpSource, SourceSpec
-from tests.conftest import write_bson_dump, write_export
+from tests.support.dumps import write_bson_dump, write_export
 
 
 def documents(n):

@@ -119,7 +119,7 @@ def test_up_on_a_server_measures_the_same_figures(mongo, tmp_path):
 
     import bson
 
-    from tests.conftest import write_export
+    from tests.support.dumps import write_export
 
     start = datetime.datetime(2026, 1, 1)
     readings = [

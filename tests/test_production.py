@@ -14,9 +14,9 @@ from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.migrate.script import load_folder
 from mongopat.migrate.server.runner import Runner, RunOptions
 from mongopat.migrate.throttling import LagGuard, Throttle, backoff, is_transient
-from tests.test_migrate_dump import _big_dump
-from tests.test_migrate_dump import write as write_migration
-from tests.test_migrate_runtime import STEPS, _final_state_without_faults, load, snapshot, write
+from tests.support.dumps import big_dump
+from tests.support.migrations import STEPS, final_state_without_faults, load, snapshot, write
+from tests.support.migrations import write as write_migration
 
 
 class FaultyCollection:
@@ -74,7 +74,7 @@ class FaultyDatabase:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_transient_faults_are_retried_to_the_same_result(mongo, tmp_path, error, workers):
     steps = [STEPS["computed"], STEPS["outlier"]]
-    expected = _final_state_without_faults(mongo, tmp_path, steps)
+    expected = final_state_without_faults(mongo, tmp_path, steps)
     rng = random.Random(str(error))
     for attempt in range(3):
         db = mongo.db
@@ -111,7 +111,7 @@ def test_classification_and_backoff():
 
 
 def test_throttle_holds_the_rate_within_ten_percent(tmp_path):
-    data = _big_dump(tmp_path)
+    data = big_dump(tmp_path)
     migrations = write_migration(tmp_path / "m", "0001_v2", {"step": "computed", "collection": "readings", "field": "v2",
                                                              "expression": "v * 2"})  # fmt: skip
     seen = []
@@ -271,7 +271,7 @@ def _parallel_db(db):
 @pytest.mark.parametrize("workers", [2, 3])
 def test_workers_give_the_result_of_one_worker_and_survive_crashes(mongo, tmp_path, workers):
     steps = [STEPS["computed"], STEPS["outlier"], STEPS["document_versioning"]]
-    expected = _final_state_without_faults(mongo, tmp_path, steps, client_side=True)
+    expected = final_state_without_faults(mongo, tmp_path, steps, client_side=True)
     rng = random.Random(workers)
     for attempt in range(3):
         db = mongo.db

@@ -3,7 +3,6 @@ mongodump --archive --gzip files MongoDB distributes), and time profiles of real
 
 import datetime
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -12,9 +11,9 @@ from mongopat.analysis.timeline import TimeProfile, steady_rate
 from mongopat.cli import app
 from mongopat.command import analyze, recommend
 from mongopat.sources import SourceSpec
+from tests.support.paths import REAL
 
 runner = CliRunner()
-REAL = Path(__file__).parent / "fixtures" / "real"
 
 
 def report_of(name):

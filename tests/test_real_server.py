@@ -25,11 +25,7 @@ from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
 from mongopat.migrate.server.runner import Runner
-from tests.conftest import write_bson_dump
-from tests.server_process import wait_for
-from tests.test_migrate_runtime import STEPS as RUNTIME_STEPS
-from tests.test_migrate_runtime import dataset, load, snapshot, write
-from tests.test_online import (
+from tests.support.application import (
     STEPS,
     Application,
     check_writes_kept,
@@ -38,6 +34,10 @@ from tests.test_online import (
     with_writer_thread,
     writer_cases,
 )
+from tests.support.dumps import write_bson_dump
+from tests.support.migrations import STEPS as RUNTIME_STEPS
+from tests.support.migrations import dataset, load, snapshot, write
+from tests.support.server import wait_for
 
 runner = CliRunner()
 THREADS = "mongomock is not thread-safe: the writer must run on a connection of its own"
@@ -214,9 +214,9 @@ def test_access_draft_reads_the_profiler_and_says_what_the_server_lacks(mongo):
 
 @pytest.mark.server_only("proves the guide in two scratch databases of a real server")
 def test_guide_check_on_a_scratch_server_creates_and_drops_its_databases(mongo, tmp_path):
-    from tests.test_guide import _iot_folder
+    from tests.support.scenarios import iot_folder
 
-    dump, access, migrations = _iot_folder(tmp_path)
+    dump, access, migrations = iot_folder(tmp_path)
     up = runner.invoke(app, ["migrate", "up", "--dump", str(dump), "--dir", str(migrations), "-y", "-q"])
     assert up.exit_code == 0, up.output
     before = set(mongo.client.list_database_names())

@@ -1,7 +1,6 @@
 """``mongopat recommend`` end to end: the sample scenarios, the output formats, the errors."""
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -10,16 +9,16 @@ from mongopat import command
 from mongopat.cli import app
 from mongopat.sample_data import SCENARIOS, write_scenario
 from mongopat.sources import SourceSpec
-from tests.rules.helpers import findings, healthy_collection, report_of
+from tests.support.evidence import findings, healthy_collection, report_of
+from tests.support.paths import SAMPLE_CONFIGS
 
 runner = CliRunner()
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_configs"
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_each_sample_scenario_gets_the_recommendations_it_calls_for(name):
     scenario = SCENARIOS[name]()
-    folder = SAMPLES / name
+    folder = SAMPLE_CONFIGS / name
     report = command.analyze(SourceSpec(dump=str(folder)))
     result = command.recommend(report, str(folder / "access.yaml"))
     found = {(r["code"], r["collection"]) for r in result["recommendations"]}
@@ -32,7 +31,7 @@ def test_each_sample_scenario_gets_the_recommendations_it_calls_for(name):
 def test_committed_samples_match_the_generator(name, tmp_path):
     write_scenario(SCENARIOS[name](), tmp_path)
     for generated in sorted(tmp_path.rglob("*.*")):
-        committed = SAMPLES / name / generated.relative_to(tmp_path)
+        committed = SAMPLE_CONFIGS / name / generated.relative_to(tmp_path)
         assert committed.read_bytes() == generated.read_bytes(), f"{committed} is stale: regenerate sample_configs"
 
 
@@ -45,7 +44,7 @@ def test_healthy_data_gets_no_recommendation_from_any_rule(tmp_path):
 
 
 def test_every_recommendation_carries_the_documented_keys():
-    folder = SAMPLES / "ecommerce"
+    folder = SAMPLE_CONFIGS / "ecommerce"
     report = command.analyze(SourceSpec(dump=str(folder)))
     result = command.recommend(report, str(folder / "access.yaml"))
     keys = {
@@ -81,10 +80,11 @@ def test_every_recommendation_carries_the_documented_keys():
 
 def test_cli_json_from_a_saved_report(tmp_path):
     report_path = tmp_path / "report.json"
-    dump = str(SAMPLES / "iot")
+    dump = str(SAMPLE_CONFIGS / "iot")
     assert runner.invoke(app, ["analyze", "--dump", dump, "-o", str(report_path), "-q"]).exit_code == 0
     result = runner.invoke(
-        app, ["recommend", "--report", str(report_path), "--access", str(SAMPLES / "iot/access.yaml"), "-f", "json"]
+        app,
+        ["recommend", "--report", str(report_path), "--access", str(SAMPLE_CONFIGS / "iot/access.yaml"), "-f", "json"],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -93,7 +93,7 @@ def test_cli_json_from_a_saved_report(tmp_path):
 
 
 def test_cli_table_and_markdown(tmp_path):
-    args = ["recommend", "--dump", str(SAMPLES / "blog"), "--access", str(SAMPLES / "blog/access.yaml")]
+    args = ["recommend", "--dump", str(SAMPLE_CONFIGS / "blog"), "--access", str(SAMPLE_CONFIGS / "blog/access.yaml")]
     table = runner.invoke(app, args)
     assert table.exit_code == 0 and "MP103" in table.output and "subset" in table.output
     markdown = runner.invoke(app, [*args, "-f", "markdown"])
@@ -103,13 +103,13 @@ def test_cli_table_and_markdown(tmp_path):
 
 
 def test_cli_without_access_file_reports_data_evident_patterns_only():
-    result = runner.invoke(app, ["recommend", "--dump", str(SAMPLES / "iot"), "-f", "json"])
+    result = runner.invoke(app, ["recommend", "--dump", str(SAMPLE_CONFIGS / "iot"), "-f", "json"])
     codes = {r["code"] for r in json.loads(result.stdout)["recommendations"]}
     assert codes == {"MP113"}
 
 
 def test_cli_threshold_override_and_rule_filter():
-    args = ["recommend", "--dump", str(SAMPLES / "iot"), "-f", "json"]
+    args = ["recommend", "--dump", str(SAMPLE_CONFIGS / "iot"), "-f", "json"]
     assert (
         json.loads(runner.invoke(app, [*args, "-t", "time_series_collection.min_documents=100000"]).stdout)[
             "recommendations"
@@ -132,14 +132,14 @@ def test_cli_threshold_override_and_rule_filter():
     ],
 )
 def test_cli_input_errors_exit_2(extra, message):
-    result = runner.invoke(app, ["recommend", "--dump", str(SAMPLES / "iot"), *extra])
+    result = runner.invoke(app, ["recommend", "--dump", str(SAMPLE_CONFIGS / "iot"), *extra])
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
 
 
 def test_cli_invalid_access_file_lists_every_problem(tmp_path):
     bad = tmp_path / "access.yaml"
     bad.write_text("version: 1\ncollections:\n  readings:\n    writes: {inserts_per_sec: -1}\n    querys: []\n")
-    result = runner.invoke(app, ["recommend", "--dump", str(SAMPLES / "iot"), "--access", str(bad)])
+    result = runner.invoke(app, ["recommend", "--dump", str(SAMPLE_CONFIGS / "iot"), "--access", str(bad)])
     assert result.exit_code == 2
     assert f"{bad}:4:31" in result.output and "did you mean 'queries'" in result.output
 
@@ -147,15 +147,25 @@ def test_cli_invalid_access_file_lists_every_problem(tmp_path):
 def test_access_file_for_another_database_is_noted(tmp_path):
     """Staging and production copies differ in name: noted, and used. Its collections must be in the data."""
     other = tmp_path / "access.yaml"
-    other.write_text((SAMPLES / "wiki/access.yaml").read_text().replace("database: wiki", "database: wiki_staging"))
-    args = ["recommend", "--dump", str(SAMPLES / "wiki"), "--access", str(other), "-f", "json"]
+    other.write_text(
+        (SAMPLE_CONFIGS / "wiki/access.yaml").read_text().replace("database: wiki", "database: wiki_staging")
+    )
+    args = ["recommend", "--dump", str(SAMPLE_CONFIGS / "wiki"), "--access", str(other), "-f", "json"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert any("describes database 'wiki_staging'" in note for note in json.loads(result.stdout)["notes"])
 
 
 def test_an_access_file_of_other_collections_is_an_input_error():
-    args = ["recommend", "--dump", str(SAMPLES / "wiki"), "--access", str(SAMPLES / "blog/access.yaml"), "-f", "json"]
+    args = [
+        "recommend",
+        "--dump",
+        str(SAMPLE_CONFIGS / "wiki"),
+        "--access",
+        str(SAMPLE_CONFIGS / "blog/access.yaml"),
+        "-f",
+        "json",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert "collections.posts: not in the data" in result.output

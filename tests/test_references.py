@@ -5,7 +5,7 @@ from bson import ObjectId
 from mongopat.analysis.collection import AnalyzeOptions
 from mongopat.command import analyze
 from mongopat.sources import SourceSpec
-from tests.conftest import write_export
+from tests.support.dumps import write_export
 
 
 def refs(report, name):

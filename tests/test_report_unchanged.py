@@ -34,8 +34,8 @@ from mongopat.analysis.collection import AnalyzeOptions
 from mongopat.command import analyze
 from mongopat.sample_data import SCENARIOS, write_scenario
 from mongopat.sources import SourceSpec
+from tests.support.paths import REAL, REPORTS
 
-REPORTS = Path(__file__).parent / "fixtures" / "reports"
 UPDATE = os.environ.get("MONGOPAT_UPDATE_REPORTS") == "1"
 
 
@@ -127,7 +127,7 @@ def optional_orders(documents: int = 4000) -> list[dict[str, Any]]:
     return out
 
 
-WEATHER = Path(__file__).parent / "fixtures" / "real" / "sample_weatherdata.archive.gz"
+WEATHER = REAL / "sample_weatherdata.archive.gz"
 
 
 def weather(copies: int = 3) -> list[dict[str, Any]]:

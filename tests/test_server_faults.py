@@ -26,9 +26,9 @@ from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
 from mongopat.migrate.server.runner import Runner
-from tests.server_process import wait_for
-from tests.test_migrate_runtime import STEPS, load, snapshot, write
-from tests.test_online import writer_cases
+from tests.support.application import writer_cases
+from tests.support.migrations import STEPS, load, snapshot, write
+from tests.support.server import wait_for
 
 PROCESS = "faults are done to a server process"
 
@@ -226,7 +226,7 @@ def test_connections_cut_while_the_application_writes_keep_every_acknowledged_wr
     """The same cuts while an application writes on a connection of its own (not through the proxy)."""
     import pymongo
 
-    from tests.test_online import Application, check_writes_kept, setup, with_writer_thread
+    from tests.support.application import Application, check_writes_kept, setup, with_writer_thread
 
     server = own_server(mongo)
     step, folder = setup(mongo.db, tmp_path, name, 31)

@@ -159,7 +159,7 @@ def test_the_same_file_gives_the_same_report_in_any_process(tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import write_export
+    from tests.support.dumps import write_export
 
     rng = random.Random(3)
     start = datetime.datetime(2026, 1, 1)

@@ -25,8 +25,8 @@ from mongopat.sources.dump import DumpSource
 from mongopat.timeseries.buckets import BUCKETS_PREFIX, MeasurementError, pack, unpack
 from mongopat.timeseries.limits import Workload, judge, parse_version
 from mongopat.timeseries.options import TimeSeriesOptions, custom_span_for, granularity_for
-from tests.conftest import write_archive, write_bson_dump
-from tests.rules.helpers import findings, report_of
+from tests.support.dumps import write_archive, write_bson_dump
+from tests.support.evidence import findings, report_of
 from tests.support.timeseries import NO_TIMESERIES, START, migration_file, readings
 
 # -- options and limits --------------------------------------------------------------------------------------

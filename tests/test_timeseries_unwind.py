@@ -24,7 +24,7 @@ from mongopat.sources import SourceSpec
 from mongopat.sources.dump import DumpSource
 from mongopat.timeseries.sync import canonical
 from mongopat.timeseries.unwind import Readings, made_id
-from tests.conftest import write_bson_dump
+from tests.support.dumps import write_bson_dump
 from tests.support.timeseries import NO_TIMESERIES, START, hand_buckets, unwind_file
 
 UNWOUND = Readings("ts", "readings", "sensor", "count", "start", "end")
@@ -112,7 +112,9 @@ def test_down_puts_the_application_s_writes_back_into_buckets(mongo, tmp_path):
     assert after[first["_id"]]["count"] == 25
     assert after[second["_id"]]["readings"] == second["readings"][1:] and after[second["_id"]]["count"] == 24
     [made] = [d for i, d in after.items() if i not in before]
-    assert made["sensor"] == "s9" and made["count"] == 3 and made["start"] == new[0]["ts"] and made["end"] == new[2]["ts"]
+    assert (
+        made["sensor"] == "s9" and made["count"] == 3 and made["start"] == new[0]["ts"] and made["end"] == new[2]["ts"]
+    )
     assert [e["_id"] for e in made["readings"]] == [r["_id"] for r in new]
     untouched = set(before) - {first["_id"], second["_id"]}
     assert all(bson.encode(after[i]) == before[i] for i in untouched), "a bucket the application left alone changed"
@@ -152,7 +154,7 @@ def test_a_bucket_pushed_to_and_its_reading_changed_in_the_copy_is_refused(mongo
     ],
 )
 def test_buckets_made_by_hand_get_a_time_series_collection_unless_the_workload_refuses_one(tmp_path, access, fires):
-    from tests.rules.helpers import findings, report_of
+    from tests.support.evidence import findings, report_of
 
     report = report_of(tmp_path, {"readings": hand_buckets(400, 60, 10)})
     found = findings(report, access, rule="MP113")

@@ -25,7 +25,7 @@ from mongopat.sources.dump import DumpSource
 from mongopat.timeseries.buckets import BUCKETS_PREFIX, pack
 from mongopat.timeseries.options import TimeSeriesOptions
 from mongopat.timeseries.sync import canonical
-from tests.conftest import write_bson_dump
+from tests.support.dumps import write_bson_dump
 from tests.support.timeseries import NO_TIMESERIES, START, migration_file, readings
 
 pytestmark = pytest.mark.diverges("mongomock", NO_TIMESERIES)

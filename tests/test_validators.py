@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from mongopat.cli import app
 from mongopat.validators import collection_schema
-from tests.conftest import write_export
-from tests.test_migrate_runtime import dataset, load
+from tests.support.dumps import write_export
+from tests.support.migrations import dataset, load
 
 runner = CliRunner()
 NO_JSON_SCHEMA = "count_documents({$nor: [{$jsonSchema: {...}}]}): NotImplementedError (no $jsonSchema)"

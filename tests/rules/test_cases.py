@@ -4,7 +4,6 @@ a rule adds a case file; this one test runs them all."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,13 +11,12 @@ import yaml
 
 from mongopat.access import parse_access_text
 from mongopat.rules import Context, run_rules
-
-CASES = Path(__file__).parent / "cases"
+from tests.support.paths import RULE_CASES
 
 
 def _cases() -> list[tuple[str, str, dict[str, Any]]]:
     found = []
-    for path in sorted(CASES.glob("*.yaml")):
+    for path in sorted(RULE_CASES.glob("*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         found.extend((data["rule"], f"{path.stem}: {case['name']}", case) for case in data["cases"])
     return found

@@ -1,26 +1,10 @@
-import datetime
-
 from bson import ObjectId
 
-from tests.rules.helpers import START, findings, healthy_collection, oid_at, report_of
-
-
-def buckets(n=60, readings=50):
-    return [
-        {
-            "_id": oid_at(START + datetime.timedelta(seconds=i), i),
-            "sensorId": f"s{i % 5}",
-            "start": START + datetime.timedelta(hours=i),
-            "end": START + datetime.timedelta(hours=i + 1),
-            "count": readings,
-            "readings": [{"ts": START + datetime.timedelta(hours=i, seconds=j), "v": j * 0.5} for j in range(readings)],
-        }
-        for i in range(n)
-    ]
+from tests.support.evidence import bucket_documents, findings, healthy_collection, report_of
 
 
 def test_bucketed_collection_is_named_and_not_bucketed_again(tmp_path):
-    report = report_of(tmp_path, {"buckets": buckets()})
+    report = report_of(tmp_path, {"buckets": bucket_documents()})
     [entry] = report["collections"][0]["patterns_in_place"]
     assert entry["pattern"] == "bucket" and entry["evidence"]["readings_p50"] == 50
     [rec] = findings(report, rule="MP100")

@@ -1,6 +1,6 @@
 import datetime
 
-from tests.rules.helpers import START, findings, healthy_collection, oid_at, report_of
+from tests.support.evidence import START, findings, healthy_collection, oid_at, report_of
 
 
 def readings(n=3000, per_second=10, sensors=10):

@@ -1,4 +1,4 @@
-from tests.rules.helpers import findings, report_of
+from tests.support.evidence import findings, report_of
 
 ACCESS = (
     "version: 1\ncollections:\n  orders:\n    writes: {inserts_per_sec: 1, updates_per_sec: 1}\n    queries:\n"

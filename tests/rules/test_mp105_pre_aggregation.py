@@ -1,4 +1,4 @@
-from tests.rules.helpers import findings, report_of
+from tests.support.evidence import findings, report_of
 
 ACCESS = """\
 version: 1

@@ -1,6 +1,6 @@
 from bson import ObjectId
 
-from tests.rules.helpers import findings, report_of
+from tests.support.evidence import findings, report_of
 
 ACCESS = """\
 version: 1

@@ -1,6 +1,6 @@
 import datetime
 
-from tests.rules.helpers import START, findings, healthy_collection, oid_at, report_of
+from tests.support.evidence import START, findings, healthy_collection, oid_at, report_of
 
 
 def activities(with_type=True):

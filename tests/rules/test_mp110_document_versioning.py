@@ -1,4 +1,4 @@
-from tests.rules.helpers import findings, healthy_collection, report_of
+from tests.support.evidence import findings, healthy_collection, report_of
 
 ACCESS = "version: 1\ncollections:\n  pages:\n    writes: {updates_per_sec: 5}\n    history: {keep_versions: true, restore: true}\n"
 

@@ -1,6 +1,6 @@
 from bson import ObjectId
 
-from tests.rules.helpers import findings, healthy_collection, report_of
+from tests.support.evidence import findings, healthy_collection, report_of
 
 
 def categories():

@@ -1,4 +1,4 @@
-from tests.rules.helpers import findings, healthy_collection, report_of
+from tests.support.evidence import findings, healthy_collection, report_of
 
 ACCESS = "version: 1\ncollections:\n  posts:\n    counters:\n      - {field: likes, increments_per_sec: 3000, exact: false}\n"
 

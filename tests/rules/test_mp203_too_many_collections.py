@@ -1,6 +1,6 @@
 import copy
 
-from tests.rules.helpers import findings, healthy_collection, report_of
+from tests.support.evidence import findings, healthy_collection, report_of
 
 
 def test_fires_past_the_threshold_and_is_configurable(tmp_path):

@@ -1,4 +1,4 @@
-from tests.rules.helpers import findings, healthy_collection, report_of
+from tests.support.evidence import findings, healthy_collection, report_of
 
 ACCESS = """\
 version: 1

@@ -1,6 +1,6 @@
 import datetime
 
-from tests.rules.helpers import START, findings, healthy_collection, report_of
+from tests.support.evidence import START, bucket_documents, findings, healthy_collection, report_of
 
 
 def test_subset_too_large(tmp_path):
@@ -39,9 +39,8 @@ def test_silent_on_healthy_collections(tmp_path):
 
 
 def test_buckets_too_large_in_bytes(tmp_path):
-    from tests.rules.test_mp100_in_place import buckets
 
-    report = report_of(tmp_path, {"buckets": buckets(n=20, readings=120)})
+    report = report_of(tmp_path, {"buckets": bucket_documents(n=20, readings=120)})
     assert findings(report, rule="MP207") == []
     [rec] = findings(report, thresholds={"MP207": {"max_bucket_bytes": 2048}}, rule="MP207")
     assert rec.title == "Buckets too large" and "bytes" in rec.rationale

@@ -13,7 +13,7 @@ from mongopat.access import parse_access_text
 from mongopat.command import analyze
 from mongopat.rules import Context, run_rules
 from mongopat.sources import SourceSpec
-from tests.conftest import write_export
+from tests.support.dumps import write_export
 
 START = datetime.datetime(2026, 1, 1)
 
@@ -47,6 +47,21 @@ def healthy_collection(n: int = 200) -> list[dict[str, Any]]:
             "status": rng.choice(["a", "b"]),
             "tags": ["x", "y"][: rng.randint(0, 2)],
             "updatedAt": START + datetime.timedelta(hours=i),
+        }
+        for i in range(n)
+    ]
+
+
+def bucket_documents(n: int = 60, readings: int = 50) -> list[dict[str, Any]]:
+    """Buckets made by hand: ``n`` hours of five sensors, ``readings`` readings each, with start, end and count."""
+    return [
+        {
+            "_id": oid_at(START + datetime.timedelta(seconds=i), i),
+            "sensorId": f"s{i % 5}",
+            "start": START + datetime.timedelta(hours=i),
+            "end": START + datetime.timedelta(hours=i + 1),
+            "count": readings,
+            "readings": [{"ts": START + datetime.timedelta(hours=i, seconds=j), "v": j * 0.5} for j in range(readings)],
         }
         for i in range(n)
     ]
