@@ -519,8 +519,16 @@ def _archive(location: str | None) -> bool:
 def up_command(saved: dict[str, Any], folder: str) -> str:
     """The command that applies the planned migrations to the data the recommendations were made from: an
     archive is unpacked into a dump folder first (migrations write; an archive is read-only)."""
+    from mongopat.project import current
+
     source = saved.get("source") if isinstance(saved.get("source"), dict) else {}
     location, database = source.get("location"), source.get("database")
+    project = current()
+    same_folder = Path(project.migrations_folder(None)).resolve() == Path(folder).resolve()
+    named = bool(project.dump and location and not _archive(location))
+    named = named and Path(str(project.dump)).resolve() == Path(str(location)).resolve()
+    if named and same_folder:
+        return "mongopat migrate up"  # the project file names both the data and the folder
     if source.get("kind") != "dump" or not location:
         return f"mongopat migrate up --uri <uri> --dir {folder}"
     if _archive(location):
@@ -548,6 +556,11 @@ def guide_command(saved: dict[str, Any], folder: str) -> str:
     access = saved.get("access_file")
     source = saved.get("source") if isinstance(saved.get("source"), dict) else {}
     where = f"--dump {source['location']}" if source.get("kind") == "dump" and source.get("location") else "--uri ..."
+    if up_command(saved, folder) == "mongopat migrate up":  # the project file names the data and the folder
+        from mongopat.project import current
+
+        named = current().access and access and Path(str(current().access)).resolve() == Path(access).resolve()
+        return "mongopat migrate guide" + ("" if named else f" --access {access or 'access.yaml'}")
     return f"mongopat migrate guide --dir {folder} --access {access or 'access.yaml'} {where}"
 
 

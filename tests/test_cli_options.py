@@ -6,7 +6,7 @@ import typer
 from typer.testing import CliRunner
 
 from mongopat.cli import app
-from mongopat.cli_options import migrates, reads_source
+from mongopat.cli.options import migrates, reads_source
 from mongopat.sources import SourceSpec
 
 

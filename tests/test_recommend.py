@@ -128,7 +128,7 @@ def test_cli_threshold_override_and_rule_filter():
         (["-t", "MP201.warn_length=lots"], "is not a number"),
         (["--rule", "nosuch"], "unknown rule nosuch"),
         (["--access", "/no/such.yaml"], "not found"),
-        (["-f", "html"], "unknown --format"),
+        (["-f", "html"], "is not one of"),
     ],
 )
 def test_cli_input_errors_exit_2(extra, message):

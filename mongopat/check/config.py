@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from mongopat.bsontypes import TYPE_NAMES
+from mongopat.project import PROJECT_KEYS
 from mongopat.rules.thresholds import parse_thresholds
 from mongopat.yamlfile import YamlFileError, YamlValidator, compose_yaml, read_yaml_text, reject_foreign_tags
 
@@ -83,7 +84,8 @@ class CheckConfig:
 
 
 def parse_section(check: YamlValidator, node: yaml.Node, path: str, allow_version: bool) -> CheckConfig:
-    keys = CONFIG_KEYS if allow_version else CONFIG_KEYS[1:]
+    # mongopat.yaml also names the project's source, migrations and access file (mongopat.project).
+    keys = (*CONFIG_KEYS, *PROJECT_KEYS) if allow_version else CONFIG_KEYS[1:]
     found = check.mapping(node, path, keys) or {}
     config = CheckConfig(sources=[check.file])
     if "version" in found and check.value(found["version"]) != 1:

@@ -1,7 +1,7 @@
 """The ``migrate`` commands' results as people read them, one printer per command.
 
 Each printer takes the command's result (what :mod:`mongopat.command` returns, the same data ``--format
-json`` prints) and standard output (:class:`mongopat.cli_output.Stdout`: ``say`` for plain lines, rich's
+json`` prints) and standard output (:class:`mongopat.cli.output.Stdout`: ``say`` for plain lines, rich's
 console for the rest). Printers that only say lines keep scripted runs free of rich.
 """
 

@@ -13,12 +13,15 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from mongopat.sources import SourceSpec
 from mongopat.sources.base import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS
+
+if TYPE_CHECKING:
+    from mongopat.project import Project
 
 UriOption = Annotated[
     str | None,
@@ -68,9 +71,66 @@ ReadPrefOption = Annotated[
         "--read-preference", metavar="MODE", help="primary, primaryPreferred, secondary, secondaryPreferred, nearest."
     ),
 ]
-DirOption = Annotated[str, typer.Option("--dir", metavar="FOLDER", help="The migrations folder.")]
+
+
+def project() -> Project:
+    """The working directory's project file; a malformed one is an input error like any other (exit 2)."""
+    from mongopat.cli.errors import fail
+    from mongopat.errors import MongopatError
+    from mongopat.project import current
+
+    try:
+        return current()
+    except MongopatError as error:
+        raise fail(error) from None
+
+
+def _migrations_folder(value: str | None) -> str:
+    return project().migrations_folder(value)
+
+
+def _access_file(value: str | None) -> str | None:
+    return project().access_file(value)
+
+
+DirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dir",
+        metavar="FOLDER",
+        callback=_migrations_folder,
+        help="The migrations folder [default: the project file's (mongopat.yaml), else migrations].",
+    ),
+]
+
+
+AccessOption = Annotated[
+    str | None,
+    typer.Option(
+        "--access",
+        "-a",
+        metavar="FILE",
+        callback=_access_file,
+        help="The access-pattern file: what the application does [default: the project file's].",
+    ),
+]
+
+
+def format_option(*choices: str) -> Any:
+    """``--format``/``-f`` with its choices, shown in help and completed by the shell; another value is a usage
+    error (exit 2)."""
+    return Annotated[
+        Literal[choices],  # type: ignore[valid-type]
+        typer.Option("--format", "-f", help=f"Output: {', '.join(choices)}."),
+    ]
+
+
 SeedOption = Annotated[int, typer.Option("--seed", metavar="N", help="Random seed for sampling dump files.")]
-FormatOption = Annotated[str, typer.Option("--format", "-f", metavar="table|json", help="table or json.")]
+FormatOption = format_option("table", "json")
+RecommendFormatOption = format_option("table", "json", "markdown")
+DraftFormatOption = format_option("yaml", "json")
+CheckFormatOption = format_option("table", "json", "junit", "sarif")
+GuideFormatOption = format_option("markdown", "json")
 HtmlOption = Annotated[
     str | None, typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report to this file.")
 ]
@@ -95,10 +155,12 @@ _KW = inspect.Parameter.KEYWORD_ONLY
 
 def _spec(options: dict[str, Any], **fixed: Any) -> SourceSpec:
     """The source from its options; ``--no-color`` given after the command applies to this run's output."""
-    from mongopat.cli_output import State
+    from mongopat.cli.output import State
 
     asked = bool(options.pop("no_color", False))
     State.no_color = State.no_color or asked
+    # The source the flags name (MONGOPAT_URI counts as a flag), else the project file's.
+    options["uri"], options["dump"], options["db"] = project().source(options["uri"], options["dump"], options["db"])
     return SourceSpec(**options, **fixed)
 
 
