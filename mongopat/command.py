@@ -524,10 +524,7 @@ def up_command(saved: dict[str, Any], folder: str) -> str:
     source = saved.get("source") if isinstance(saved.get("source"), dict) else {}
     location, database = source.get("location"), source.get("database")
     project = current()
-    same_folder = Path(project.migrations_folder(None)).resolve() == Path(folder).resolve()
-    named = bool(project.dump and location and not _archive(location))
-    named = named and Path(str(project.dump)).resolve() == Path(str(location)).resolve()
-    if named and same_folder:
+    if location and not _archive(location) and project.names_source(None, location) and project.names_folder(folder):
         return "mongopat migrate up"  # the project file names both the data and the folder
     if source.get("kind") != "dump" or not location:
         return f"mongopat migrate up --uri <uri> --dir {folder}"
@@ -559,7 +556,7 @@ def guide_command(saved: dict[str, Any], folder: str) -> str:
     if up_command(saved, folder) == "mongopat migrate up":  # the project file names the data and the folder
         from mongopat.project import current
 
-        named = current().access and access and Path(str(current().access)).resolve() == Path(access).resolve()
+        named = bool(access) and current().names_access(access)
         return "mongopat migrate guide" + ("" if named else f" --access {access or 'access.yaml'}")
     return f"mongopat migrate guide --dir {folder} --access {access or 'access.yaml'} {where}"
 

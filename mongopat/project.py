@@ -26,8 +26,8 @@ from mongopat.yamlfile import YamlFileError, YamlValidator, compose_yaml, read_y
 
 FILE_NAME = "mongopat.yaml"
 PROJECT_KEYS = ("source", "migrations", "access")
-# Every top-level key of the file: the project's, and those of check's configuration (mongopat.check.config).
-TOP_KEYS = ("version", *PROJECT_KEYS, "thresholds", "rules", "waivers", "snapshot")
+CHECK_KEYS = ("thresholds", "rules", "waivers", "snapshot")  # check's configuration (mongopat.check.config)
+TOP_KEYS = ("version", *PROJECT_KEYS, *CHECK_KEYS)
 SOURCE_KEYS = ("uri", "dump", "db")
 DEFAULT_MIGRATIONS = "migrations"
 
@@ -52,8 +52,27 @@ class Project:
     def source(self, uri: str | None, dump: str | None, db: str | None) -> tuple[str | None, str | None, str | None]:
         """The source the command reads: the flags where any names one, else the file's."""
         if uri or dump:
-            return uri, dump, db or (self.db if (uri, dump) == (self.uri, self.dump) else None)
+            return uri, dump, db or (self.db if self.names_source(uri, dump) else None)
         return self.uri, self.dump, db or self.db
+
+    def names_source(self, uri: str | None, dump: str | None) -> bool:
+        """Whether the file names this source (so a command or hint need not)."""
+        return bool(self.uri or self.dump) and self.uri == uri and same_path(self.dump, dump)
+
+    def names_folder(self, folder: str) -> bool:
+        """Whether ``folder`` is the migrations folder a command takes without ``--dir``."""
+        return same_path(self.migrations_folder(None), folder)
+
+    def names_access(self, access: str | None) -> bool:
+        """Whether the file names an access file and ``access`` is it (or is not given)."""
+        return bool(self.access) and (not access or same_path(self.access, access))
+
+
+def same_path(a: str | None, b: str | None) -> bool:
+    """Both None, or the same file or folder however written (relative, ``~``, absolute)."""
+    if not a or not b:
+        return a == b
+    return a == b or Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
 def _relative(folder: Path, value: str) -> str:
@@ -121,7 +140,7 @@ _loaded: dict[Path, Project] = {}
 
 def current() -> Project:
     """The working directory's project, read once per process."""
-    folder = Path.cwd()
+    folder = Path.cwd().resolve()
     if folder not in _loaded:
         _loaded[folder] = load_project(folder)
     return _loaded[folder]
@@ -162,8 +181,7 @@ def write_project(
     )
     path.write_text(text, encoding="utf-8")
     _loaded.pop(folder.resolve(), None)
-    _loaded.pop(folder, None)
     return path
 
 
-__all__ = ["FILE_NAME", "Project", "YamlFileError", "current", "load_project", "write_project"]
+__all__ = ["FILE_NAME", "Project", "current", "load_project", "same_path", "write_project"]

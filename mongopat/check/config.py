@@ -14,13 +14,13 @@ from pathlib import Path
 import yaml
 
 from mongopat.bsontypes import TYPE_NAMES
-from mongopat.project import PROJECT_KEYS
+from mongopat.project import CHECK_KEYS, PROJECT_KEYS
 from mongopat.rules.thresholds import parse_thresholds
 from mongopat.yamlfile import YamlFileError, YamlValidator, compose_yaml, read_yaml_text, reject_foreign_tags
 
 SEVERITIES = ("info", "warning", "error")
 KNOWN_TYPES = sorted(set(TYPE_NAMES.values()) | {"int", "long"})
-CONFIG_KEYS = ("version", "thresholds", "rules", "waivers", "snapshot")
+CONFIG_KEYS = ("version", *CHECK_KEYS)
 RULE_KEYS = (
     "id",
     "collection",

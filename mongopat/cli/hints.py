@@ -4,16 +4,9 @@ runs as printed, naming the source and folder only where the project file (``mon
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 from mongopat.cli.output import State
 from mongopat.sources import SourceSpec
-
-
-def _same(a: str | None, b: str | None) -> bool:
-    if not a or not b:
-        return a == b
-    return a == b or Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
 def source_flags(spec: SourceSpec) -> str:
@@ -22,7 +15,7 @@ def source_flags(spec: SourceSpec) -> str:
     from mongopat.redact import redact_uri
 
     project = current()
-    if (project.uri or project.dump) and project.uri == spec.uri and _same(project.dump, spec.dump):
+    if project.names_source(spec.uri, spec.dump):
         return "" if not spec.db or spec.db == project.db else f" --db {shlex.quote(spec.db)}"
     if spec.dump:
         flags = f" --dump {shlex.quote(spec.dump)}"
@@ -37,15 +30,14 @@ def folder_flag(folder: str) -> str:
     """``--dir FOLDER``, or nothing where it is the folder the project file (or the default) gives."""
     from mongopat.project import current
 
-    return "" if _same(current().migrations_folder(None), folder) else f" --dir {shlex.quote(folder)}"
+    return "" if current().names_folder(folder) else f" --dir {shlex.quote(folder)}"
 
 
 def access_flag(access: str | None) -> str:
     """``--access FILE`` (``access`` or a placeholder), or nothing where the project file names the file."""
     from mongopat.project import current
 
-    named = current().access
-    if named and (not access or _same(named, access)):
+    if current().names_access(access):
         return ""
     return f" --access {shlex.quote(access)}" if access else " --access FILE"
 

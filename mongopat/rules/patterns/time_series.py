@@ -4,7 +4,7 @@ documents of their own or buckets made by hand."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mongopat.analysis.series import WINDOWS
@@ -449,14 +449,12 @@ class TimeSeriesRule(Rule):
         if custom_span and version and version >= (6, 3):
             options = TimeSeriesOptions(time, series, None, custom_span)
         per_bucket = round(min(MAX_MEASUREMENTS, by_size, per_series, max(1.0, options.span_seconds / interval)), 1)
-        indexes = collection.data.get("indexes") or []
-        workload = Workload(
+        # The buckets' declared updates are the pushes, each an insert of a reading; a reading is one element.
+        workload = replace(
+            _workload(collection),
             inserts_per_sec=pushes or None,
-            deletes_per_sec=writes.deletes_per_sec if writes else None,
-            change_streams=bool(access and access.change_streams),
+            updates_per_sec=None,
             largest_document_bytes=round(element),
-            unique_indexes=tuple(i["name"] for i in indexes if i.get("unique") and i["name"] != "_id_"),
-            text_indexes=tuple(i["name"] for i in indexes if any(d == "text" for _k, d in i.get("key") or [])),
         )
         verdict = judge(workload, version, "the access file's mongodb_version", self.threshold("max_update_share"))
         if not verdict.fits or per_bucket < self.threshold("min_measurements_per_bucket"):
