@@ -22,7 +22,6 @@ from mongopat.cli.options import (
 from mongopat.cli.output import (
     State,
     apply_output_flags,
-    check_format,
     emit_json,
     write_text,
 )
@@ -68,7 +67,6 @@ def access_draft(
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
-        check_format(format, ("yaml", "json"))
         console = State.stderr()
         total = sum(os.path.getsize(p) for p in log or [] if os.path.exists(p))
         progress, update = byte_bar(State.progress_console() if log else None, "reading logs", total)

@@ -21,7 +21,6 @@ from mongopat.cli.options import (
 from mongopat.cli.output import (
     State,
     apply_output_flags,
-    check_format,
     emit_json,
     write_text,
 )
@@ -85,7 +84,6 @@ def analyze(
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
-        check_format(format, ("table", "json"))
         spec = source
         options = AnalyzeOptions(
             sample_size=sample, distinct_limit=distinct_limit, keep_example=show_values, full_scan=full_scan

@@ -21,7 +21,6 @@ from mongopat.cli.options import (
 from mongopat.cli.output import (
     State,
     apply_output_flags,
-    check_format,
     json_text,
     write_text,
 )
@@ -76,7 +75,6 @@ def check(
     apply_output_flags(quiet, False)
 
     def body() -> int:
-        check_format(format, ("table", "json", "junit", "sarif"))
         spec = source
         progress, start = collection_bars(State.progress_console())
         arguments = (spec, report, access, config, dir, snapshot, write_snapshot, fail_on,

@@ -30,7 +30,6 @@ from mongopat.cli.output import (
     State,
     Stdout,
     apply_output_flags,
-    check_format,
     confirm,
     emit_json,
     write_text,
@@ -285,7 +284,6 @@ def migrate_down(
     def body() -> int:
         from mongopat.migrate.runner import RunOptions
 
-        check_format(format, ("table", "json"))
         if dry_run:
             planned = command.migrate_down_plan(target, dir, to)
             Output(format, as_json=lambda p: {"down_version": 1, "dry_run": True, "would_revert": p},
@@ -525,7 +523,6 @@ def migrate_guide(
     apply_output_flags(quiet, False)
 
     def body() -> int:
-        check_format(format, ("markdown", "json"))
         if not access:
             raise MongopatError("--access is required: the guide rewrites the reads and writes it declares")
         if check_:

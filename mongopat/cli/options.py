@@ -23,26 +23,14 @@ from mongopat.sources.base import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS
 if TYPE_CHECKING:
     from mongopat.project import Project
 
-UriOption = Annotated[
-    str | None,
-    typer.Option(
-        "--uri",
-        envvar="MONGOPAT_URI",
-        show_envvar=True,
-        metavar="URI",
-        help="mongodb:// or mongodb+srv:// URI (mongomock:// for tests).",
-    ),
-]
-MigrateUriOption = Annotated[
-    str | None,
-    typer.Option(
-        "--uri",
-        envvar="MONGOPAT_URI",
-        show_envvar=True,
-        metavar="URI",
-        help="The deployment to migrate (mongodb://...).",
-    ),
-]
+def _uri_option(help: str) -> Any:
+    return Annotated[
+        str | None, typer.Option("--uri", envvar="MONGOPAT_URI", show_envvar=True, metavar="URI", help=help)
+    ]
+
+
+UriOption = _uri_option("mongodb:// or mongodb+srv:// URI (mongomock:// for tests).")
+MigrateUriOption = _uri_option("The deployment to migrate (mongodb://...).")
 DumpOption = Annotated[
     str | None,
     typer.Option(

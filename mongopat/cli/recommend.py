@@ -26,7 +26,6 @@ from mongopat.cli.output import (
     Output,
     State,
     apply_output_flags,
-    check_format,
     emit_json,
     write_text,
 )
@@ -91,7 +90,6 @@ def recommend(
     apply_output_flags(quiet, verbose)
 
     def body() -> int:
-        check_format(format, ("table", "json", "markdown"))
         if report and (source.uri or source.dump):
             raise MongopatError("give either --report or a source (--uri/--dump), not both")
         if report:

@@ -16,7 +16,6 @@ from mongopat.cli.options import (
 )
 from mongopat.cli.output import (
     State,
-    check_format,
     emit_json,
 )
 
@@ -36,7 +35,6 @@ def unpack(
     """Write a mongodump archive out as the dump folder mongodump would have written, to run migrations on."""
 
     def body() -> int:
-        check_format(format, ("table", "json"))
         result = command.unpack(archive, to, db)
         if format == "json":
             emit_json(result)
