@@ -50,18 +50,3 @@ def healthy_collection(n: int = 200) -> list[dict[str, Any]]:
         }
         for i in range(n)
     ]
-
-
-def bucket_documents(n: int = 60, readings: int = 50) -> list[dict[str, Any]]:
-    """Buckets made by hand: ``n`` hours of five sensors, ``readings`` readings each, with start, end and count."""
-    return [
-        {
-            "_id": oid_at(START + datetime.timedelta(seconds=i), i),
-            "sensorId": f"s{i % 5}",
-            "start": START + datetime.timedelta(hours=i),
-            "end": START + datetime.timedelta(hours=i + 1),
-            "count": readings,
-            "readings": [{"ts": START + datetime.timedelta(hours=i, seconds=j), "v": j * 0.5} for j in range(readings)],
-        }
-        for i in range(n)
-    ]

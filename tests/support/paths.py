@@ -11,3 +11,4 @@ FIXTURES = REPOSITORY / "tests" / "fixtures"
 REAL = FIXTURES / "real"  # slices of MongoDB's sample archives and of other people's databases
 REPORTS = FIXTURES / "reports"
 RULE_CASES = REPOSITORY / "tests" / "rules" / "cases"
+DOCUMENT_SETS = REPOSITORY / "tests" / "rules" / "document_sets.yaml"
