@@ -105,12 +105,9 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
         f"1. A realistic dataset, written as mongoexport files in {data}, and what the application does with it in {access}."
     )
 
-    show(f"mongopat analyze --dump {q(dump)} --output {q(str(report_path))} --html {q(str(folder / 'report.html'))}")
+    show(f"mongopat analyze --dump {q(dump)} --output {q(str(report_path))}")
     report = command.analyze(SourceSpec(dump=dump))
     write_report(report, report_path)
-    from mongopat.render.html import render_html
-
-    (folder / "report.html").write_text(render_html(report), encoding="utf-8")
     total = sum(c["count"] or 0 for c in report["collections"])
     say(f"2. analyze read {total:,} documents in {len(report['collections'])} collections:")
     for collection in report["collections"]:
@@ -127,9 +124,16 @@ def run_demo(folder: Path, say: Callable[[str], None], show: Callable[[str], Non
             )
         say(f"   {collection['name']}: " + "; ".join(details))
 
-    show(f"mongopat recommend --dump {q(dump)} --access {q(str(access))} --format json -o {q(str(recs_path))}")
+    show(
+        f"mongopat recommend --dump {q(dump)} --access {q(str(access))} --format json -o {q(str(recs_path))} "
+        f"--html {q(str(folder / 'report.html'))}"
+    )
     result = command.recommend(report, str(access), source=SourceSpec(dump=dump))
     recs_path.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    from mongopat.render.html import render_html
+
+    # One page for the analysis and the advice, as `recommend --html` writes it.
+    (folder / "report.html").write_text(render_html(report, result), encoding="utf-8")
     by = result["summary"]["by_severity"]
     say(
         f"3. recommend found {len(result['recommendations'])} recommendations ({by['error']} error, {by['warning']} warning, {by['info']} info):"

@@ -256,7 +256,10 @@ def test_demo_runs_end_to_end(tmp_path):
     ):
         assert step in result.output
     assert "$ mongopat migrate up --dump" in result.output
-    assert (tmp_path / "demo" / "report.html").exists()
+    page = (tmp_path / "demo" / "report.html").read_text()
+    # One page for the analysis and the advice: the findings the demo printed are counted in the overview.
+    found = int(result.output.split("3. recommend found ")[1].split()[0])
+    assert f"Recommendations ({found})" in page and "warning</span>" in page.split("<h2>Recommendations")[0]
     again = runner.invoke(app, ["demo", str(tmp_path / "demo")])
     assert again.exit_code == 2 and "not empty" in again.output
 

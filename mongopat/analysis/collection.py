@@ -36,6 +36,7 @@ from mongopat.analysis.sketches import Distribution
 from mongopat.analysis.system_output import note as system_note
 from mongopat.analysis.system_output import system_output
 from mongopat.analysis.timeline import DateProfiles, TimeProfile, objectid_epoch, objectid_epochs
+from mongopat.analysis.values import date_spread, length_quantiles, number_spread
 from mongopat.errors import InputError
 from mongopat.sources import shared_parts
 from mongopat.sources.base import CollectionStats, DocumentStream, IndexInfo, Sampling, Source
@@ -316,10 +317,16 @@ class CollectionAnalysis:
         else:
             entry["cardinality"] = None
         card = entry["cardinality"]
-        entry["numbers"] = slot.numbers.summary(card["distinct"]) if slot.numbers is not None and card else None
+        entry["numbers"] = _numbers(slot, card["distinct"]) if slot.numbers is not None and card else None
+        entry["dates"] = date_spread(slot.date_sample) if slot.date_sample is not None else None
         lengths = slot.string_lengths
         entry["strings"] = (
-            {"count": lengths[0], "mean_length": round(lengths[1] / lengths[0], 2), "max_length": lengths[2]}
+            {
+                "count": lengths[0],
+                "mean_length": round(lengths[1] / lengths[0], 2),
+                "max_length": lengths[2],
+                **(length_quantiles(slot.length_sample) if slot.length_sample is not None else {}),
+            }  # fmt: skip
             if lengths
             else None
         )
@@ -426,6 +433,19 @@ def _sharding_of(analysis: CollectionAnalysis) -> dict[str, Any]:
         out["note"] = "compound or hashed shard key: chunks seen by the sample are not mapped"
     out["shards"] = shards
     return out
+
+
+def _numbers(slot: Slot, distinct: int) -> dict[str, Any] | None:
+    """A field's numbers: range and sentinels, and the spread of the values other than the sentinels."""
+    assert slot.numbers is not None
+    summary = slot.numbers.summary(distinct)
+    if summary is None or slot.number_sample is None:
+        return summary
+    sentinels = {entry["value"]: entry["count"] for entry in summary["sentinels"]}
+    others = [v for v in (slot.numbers.low, slot.numbers.high, *slot.numbers.candidates) if v is not None]
+    others = [v for v in others if v not in sentinels]
+    found = number_spread(slot.number_sample, sentinels, min(others), max(others)) if others else None
+    return {**summary, **(found or {})}
 
 
 def plain_value(value: Any) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 from mongopat.analysis.bsonsize import Sizes, array_sizes, document_sizes, encoded_size, layout_size, scalar_sizes
 from mongopat.analysis.sentinels import NumberRange
 from mongopat.analysis.sketches import DistinctCounter, Distribution
+from mongopat.analysis.values import ValueSample
 from mongopat.bsontypes import INT32_MAX, INT32_MIN, type_name
 from mongopat.sources.extjson import decode_wrapper, decode_wrappers
 
@@ -91,6 +92,9 @@ class Slot:
         "on_dates",
         "numbers",
         "string_lengths",
+        "number_sample",
+        "date_sample",
+        "length_sample",
     )
 
     def __init__(self, path: str, depth: int, in_array: bool, limits: Limits) -> None:
@@ -116,6 +120,10 @@ class Slot:
         self.numbers: NumberRange | None = None
         # Strings: how many, their characters in all, the longest (created with the first string).
         self.string_lengths: list[int] | None = None
+        # Samples of the numbers, dates and string lengths, for their distributions (created with the first).
+        self.number_sample: ValueSample | None = None
+        self.date_sample: ValueSample | None = None
+        self.length_sample: Distribution | None = None
         # Called with the dates of this path at each flush (used for insert-rate profiles).
         self.on_dates: Callable[[str, list[datetime.datetime]], None] | None = None
 
@@ -152,10 +160,17 @@ class Slot:
                 totals[0] += len(lengths)
                 totals[1] += sum(lengths)
                 totals[2] = max(totals[2], max(lengths))
+                if self.length_sample is None:
+                    self.length_sample = Distribution()
+                self.length_sample.add_many(lengths)
             if int in kinds or float in kinds:
                 if self.numbers is None:
                     self.numbers = NumberRange()
-                self.numbers.add_many(buffer if single else [v for v in buffer if type(v) in (int, float)])
+                    self.number_sample = ValueSample(bounds=False)
+                numbers = buffer if single else [v for v in buffer if type(v) in (int, float)]
+                self.numbers.add_many(numbers)
+                assert self.number_sample is not None
+                self.number_sample.add_many(numbers)
             if int in kinds:
                 ints = buffer if single else [v for v in buffer if type(v) is int]
                 longs = 0
@@ -167,9 +182,13 @@ class Slot:
                 del kinds[int]
             for kind, count in kinds.items():
                 self.types[type_name(kind)] += count
-            if datetime.datetime in kinds and self.on_dates is not None and not self.in_array:
+            if datetime.datetime in kinds:
                 dates = buffer if single else [v for v in buffer if type(v) is datetime.datetime]
-                self.on_dates(self.path, dates)
+                if self.date_sample is None:
+                    self.date_sample = ValueSample()
+                self.date_sample.add_many(dates)
+                if self.on_dates is not None and not self.in_array:
+                    self.on_dates(self.path, dates)
             self.distinct.add_many(buffer)
             self.buffer = []
         if self.lengths:
@@ -205,6 +224,14 @@ class Slot:
                 self.numbers = other.numbers
             else:
                 self.numbers.merge(other.numbers)
+        for name in ("number_sample", "date_sample", "length_sample"):
+            theirs = getattr(other, name)
+            if theirs is not None:
+                mine = getattr(self, name)
+                if mine is None:
+                    setattr(self, name, theirs)
+                else:
+                    mine.merge(theirs)
         if other.document is not None:
             if self.document is None:
                 self.document = other.document

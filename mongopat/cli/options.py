@@ -23,6 +23,7 @@ from mongopat.sources.base import DEFAULT_MAX_TIME_MS, DEFAULT_TIMEOUT_MS
 if TYPE_CHECKING:
     from mongopat.project import Project
 
+
 def _uri_option(help: str) -> Any:
     return Annotated[
         str | None, typer.Option("--uri", envvar="MONGOPAT_URI", show_envvar=True, metavar="URI", help=help)

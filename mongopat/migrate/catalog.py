@@ -139,9 +139,7 @@ class Catalog:
         """The documents of ``collection`` with these ``_id``s, decoded."""
         raise NotImplementedError
 
-    def write_source(
-        self, collection: str, changes: Iterable[Change], expected: Callable[[Any], int | None]
-    ) -> int:
+    def write_source(self, collection: str, changes: Iterable[Change], expected: Callable[[Any], int | None]) -> int:
         """The same for an ordinary collection, each document changed only while it is still the version
         compared (``expected``: the hash it had then, by ``_id``); returns how many the application's
         writes overtook (left as they are)."""

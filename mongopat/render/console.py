@@ -8,6 +8,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from mongopat.render.words import data_value, moment, percent
+
 BAR_WIDTH = 6
 
 
@@ -17,7 +19,7 @@ def bar(share: float | None, width: int = BAR_WIDTH) -> Text:
     filled = round(max(0.0, min(1.0, share)) * width)
     text = Text("█" * filled, style="green")
     text.append("░" * (width - filled), style="dim")
-    text.append(f" {share * 100:3.0f}%")
+    text.append(f" {percent(share):>4}")
     return text
 
 
@@ -48,7 +50,7 @@ def human_rate(per_second: float) -> str:
 
 
 def _types(types: list[dict[str, Any]]) -> str:
-    return " · ".join(f"{t['type']} {t['share'] * 100:.0f}%" for t in types[:3]) + (" …" if len(types) > 3 else "")
+    return " · ".join(f"{t['type']} {percent(t['share'])}" for t in types[:3]) + (" …" if len(types) > 3 else "")
 
 
 def _cardinality(card: dict[str, Any] | None) -> str:
@@ -56,7 +58,7 @@ def _cardinality(card: dict[str, Any] | None) -> str:
         return ""
     text = f"{card['distinct']:,}" if card["exact"] else f"~{card['distinct']:,}"
     if card.get("top"):
-        text += "  " + ", ".join(str(item["value"])[:16] for item in card["top"][:3])
+        text += "  " + ", ".join(data_value(item["value"])[:16] for item in card["top"][:3])
     return text
 
 
@@ -184,7 +186,7 @@ def collection_view(collection: dict[str, Any], verbose: bool = False, width: in
     for profile in collection["time"]:
         rate = profile["avg_per_sec"]
         line = Text(f"  inserts by {profile['field']}: ", style="")
-        line.append(f"{profile['first']} → {profile['last']}")
+        line.append(f"{moment(profile['first'])} → {moment(profile['last'])}")
         if rate is not None:
             line.append(f" · avg {human_rate(rate)}")
         if profile["peak_per_second"] is not None:
@@ -221,14 +223,14 @@ def collection_view(collection: dict[str, Any], verbose: bool = False, width: in
     for item in drift["appeared"]:
         parts.append(
             Text(
-                f"  field {item['field']} appeared at {item['first_seen']} ({item['documents']:,} documents)",
+                f"  field {item['field']} appeared at {moment(item['first_seen'])} ({item['documents']:,} documents)",
                 style="yellow",
             )
         )
     for item in drift["vanished"]:
         parts.append(
             Text(
-                f"  field {item['field']} last seen at {item['last_seen']} ({item['documents']:,} documents)",
+                f"  field {item['field']} last seen at {moment(item['last_seen'])} ({item['documents']:,} documents)",
                 style="yellow",
             )
         )

@@ -32,8 +32,12 @@ def print_status(rows: list[dict[str, Any]], out: Any) -> None:
     from rich.table import Table
 
     table = Table(header_style="bold")
-    for column in ("id", "state", "description", "applied at", "read", "written", "seconds"):
+    # The id is what a user types next (down --to, guide): whole, folded onto a second line if it must be.
+    table.add_column("id", overflow="fold")
+    for column in ("state", "description", "applied at"):
         table.add_column(column)
+    for column in ("read", "written", "seconds"):
+        table.add_column(column, justify="right")
     for row in rows:
         state = row["state"] + (" (edited since applied)" if row["edited"] else "")
         if row.get("pending_documents"):

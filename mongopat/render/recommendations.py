@@ -22,6 +22,8 @@ def _value(value: Any) -> str:
         return "\n".join(read_line(item) for item in value)
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if value is None:
+        return "-"
     if isinstance(value, float):
         return f"{value:,.4g}"
     if isinstance(value, int) and not isinstance(value, bool):

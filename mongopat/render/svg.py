@@ -8,6 +8,7 @@ from html import escape
 ACCENT = "#2f6fb0"
 WARN = "#c0392b"
 MUTED = "#8a94a3"
+GRID = "#e6e9ef"
 
 
 def _frame(width: int, height: int, label: str, description: str, body: str) -> str:
@@ -18,44 +19,99 @@ def _frame(width: int, height: int, label: str, description: str, body: str) -> 
     )
 
 
+def _count(value: float) -> str:
+    """An axis tick: 1,234 / 12.3K / 4.5M, short enough for a narrow margin."""
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.3g}M"
+    if value >= 10_000:
+        return f"{value / 1000:.3g}K"
+    return f"{value:,.0f}"
+
+
+def _y_axis(left: float, top: float, inner_h: float, right: float, peak: float, title: str) -> list[str]:
+    """Ticks at 0, half and the peak with light grid lines, and the axis's title written upwards."""
+    parts = []
+    for share in (0.0, 0.5, 1.0):
+        y = top + inner_h * (1 - share)
+        parts.append(f'<line x1="{left:.1f}" x2="{right:.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>')
+        parts.append(
+            f'<text x="{left - 3:.1f}" y="{y + 3:.1f}" font-size="8" text-anchor="end" fill="#444">'
+            f"{_count(peak * share)}</text>"
+        )
+    middle = top + inner_h / 2
+    parts.append(
+        f'<text x="9" y="{middle:.1f}" font-size="8" text-anchor="middle" fill="#444" '
+        f'transform="rotate(-90 9 {middle:.1f})">{escape(title)}</text>'
+    )
+    return parts
+
+
 def histogram(
     bins: list[tuple[str, int]],
     label: str,
     markers: list[tuple[int, str]] | None = None,
     limit_bin: int | None = None,
-    width: int = 360,
-    height: int = 120,
+    width: int = 380,
+    height: int = 150,
+    x_title: str = "",
+    y_title: str = "documents",
 ) -> str:
-    """Bars per bin; ``markers`` (bin index, text) draw lines such as p50/p95; ``limit_bin`` a red limit."""
+    """Bars per bin over a counted axis, the count above each bar while they fit; ``markers`` (bin index,
+    text) draw lines such as p50/p95; ``limit_bin`` a red limit; ``x_title`` names what the bins hold."""
     if not bins:
         return ""
-    top = max(count for _, count in bins) or 1
-    left, bottom, right = 8, 28, 8
-    inner_w, inner_h = width - left - right, height - bottom - 18
+    peak = max(count for _, count in bins) or 1
+    left, right, top, bottom = 44, 8, 30 if markers else 22, 34 if x_title else 22
+    inner_w, inner_h = width - left - right, height - top - bottom
     slot = inner_w / len(bins)
-    parts = []
+    parts = _y_axis(left, top, inner_h, width - right, peak, y_title)
+    # As many labels under the axis as fit: about 5 px a character.
+    widest = max(len(name) for name, _ in bins) * 5 + 6
+    every = max(1, -(-widest // max(int(slot), 1)))
     for index, (name, count) in enumerate(bins):
-        bar_h = inner_h * count / top
+        bar_h = inner_h * count / peak
         x = left + index * slot
         parts.append(
-            f'<rect x="{x + 1:.1f}" y="{18 + inner_h - bar_h:.1f}" width="{max(slot - 2, 1):.1f}" height="{bar_h:.1f}" '
-            f'fill="{ACCENT}"><title>{escape(name)}: {count:,}</title></rect>'
+            f'<rect x="{x + 1:.1f}" y="{top + inner_h - bar_h:.1f}" width="{max(slot - 2, 1):.1f}" '
+            f'height="{max(bar_h, 0.5 if count else 0):.1f}" fill="{ACCENT}"><title>{escape(name)}: {count:,}</title></rect>'
         )
-        if len(bins) <= 14 or index % 2 == 0:
+        if count and len(bins) <= 16:
             parts.append(
-                f'<text x="{x + slot / 2:.1f}" y="{height - 14}" font-size="8" text-anchor="middle" fill="#444">{escape(name)}</text>'
+                f'<text x="{x + slot / 2:.1f}" y="{top + inner_h - bar_h - 2:.1f}" font-size="7" '
+                f'text-anchor="middle" fill="#222">{_count(count)}</text>'
             )
-    for index, text in markers or []:
-        x = left + (index + 0.5) * slot
+        if index % every == 0:
+            parts.append(
+                f'<text x="{x + slot / 2:.1f}" y="{top + inner_h + 11:.1f}" font-size="8" text-anchor="middle" '
+                f'fill="#444">{escape(name)}</text>'
+            )
+    parts.append(
+        f'<line x1="{left}" x2="{width - right}" y1="{top + inner_h:.1f}" y2="{top + inner_h:.1f}" stroke="#666"/>'
+    )
+    if x_title:
         parts.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="14" y2="{18 + inner_h}" stroke="#222" stroke-dasharray="2,2"/>'
+            f'<text x="{left + inner_w / 2:.1f}" y="{height - 4}" font-size="8" text-anchor="middle" '
+            f'fill="#444">{escape(x_title)}</text>'
         )
-        parts.append(f'<text x="{x:.1f}" y="11" font-size="8" text-anchor="middle">{escape(text)}</text>')
+    for place, (index, text) in enumerate(markers or []):
+        x = left + (index + 0.5) * slot
+        lift = 8 * (place % 2)  # neighbouring markers' labels on two rows
+        parts.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 6 - lift}" y2="{top + inner_h:.1f}" stroke="#222" '
+            f'stroke-dasharray="2,2"/>'
+        )
+        # A label near an edge is drawn inward, so it is never cut off.
+        anchor = "end" if x > width - 40 else "start" if x < left + 20 else "middle"
+        parts.append(
+            f'<text x="{x:.1f}" y="{top - 9 - lift}" font-size="8" text-anchor="{anchor}">{escape(text)}</text>'
+        )
     if limit_bin is not None:
         x = left + (limit_bin + 1) * slot
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="8" y2="{18 + inner_h}" stroke="{WARN}" stroke-width="2"/>')
         parts.append(
-            f'<text x="{x - 2:.1f}" y="{height - 2}" font-size="8" text-anchor="end" fill="{WARN}">16 MiB limit</text>'
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 10}" y2="{top + inner_h:.1f}" stroke="{WARN}" stroke-width="2"/>'
+        )
+        parts.append(
+            f'<text x="{x - 2:.1f}" y="{top - 12}" font-size="8" text-anchor="end" fill="{WARN}">16 MiB limit</text>'
         )
     description = "; ".join(f"{name}: {count:,}" for name, count in bins)
     if markers:
@@ -63,48 +119,81 @@ def histogram(
     return _frame(width, height, label, description, "".join(parts))
 
 
-def timeline(points: list[tuple[str, int]], label: str, width: int = 560, height: int = 110) -> str:
-    """Counts over time, as bars; first and last labels drawn."""
+def timeline(
+    points: list[tuple[str, int]], label: str, width: int = 560, height: int = 140, y_title: str = "documents"
+) -> str:
+    """Counts over time as bars over a counted axis; the first, middle and last periods labelled (the
+    labels carry their zone)."""
     if not points:
         return ""
-    top = max(count for _, count in points) or 1
-    inner_h = height - 30
-    slot = (width - 16) / len(points)
-    parts = []
+    peak = max(count for _, count in points) or 1
+    left, right, top, bottom = 44, 8, 10, 22
+    inner_w, inner_h = width - left - right, height - top - bottom
+    slot = inner_w / len(points)
+    parts = _y_axis(left, top, inner_h, width - right, peak, y_title)
     for index, (when, count) in enumerate(points):
-        bar_h = inner_h * count / top
+        bar_h = inner_h * count / peak
         parts.append(
-            f'<rect x="{8 + index * slot:.1f}" y="{8 + inner_h - bar_h:.1f}" width="{max(slot - 1, 1):.1f}" '
+            f'<rect x="{left + index * slot:.1f}" y="{top + inner_h - bar_h:.1f}" width="{max(slot - 1, 1):.1f}" '
             f'height="{bar_h:.1f}" fill="{ACCENT}"><title>{escape(when)}: {count:,}</title></rect>'
         )
-    parts.append(f'<text x="8" y="{height - 8}" font-size="9">{escape(points[0][0])}</text>')
     parts.append(
-        f'<text x="{width - 8}" y="{height - 8}" font-size="9" text-anchor="end">{escape(points[-1][0])}</text>'
+        f'<line x1="{left}" x2="{width - right}" y1="{top + inner_h:.1f}" y2="{top + inner_h:.1f}" stroke="#666"/>'
     )
-    description = f"{len(points)} periods from {points[0][0]} to {points[-1][0]}; peak {top:,}; " + "; ".join(
+    y = height - 6
+    parts.append(f'<text x="{left}" y="{y}" font-size="8" fill="#444">{escape(points[0][0])}</text>')
+    if len(points) >= 5:
+        middle = len(points) // 2
+        parts.append(
+            f'<text x="{left + (middle + 0.5) * slot:.1f}" y="{y}" font-size="8" text-anchor="middle" '
+            f'fill="#444">{escape(points[middle][0])}</text>'
+        )
+    if len(points) > 1:
+        parts.append(
+            f'<text x="{width - right}" y="{y}" font-size="8" text-anchor="end" fill="#444">{escape(points[-1][0])}</text>'
+        )
+    description = f"{len(points)} periods from {points[0][0]} to {points[-1][0]}; peak {peak:,}; " + "; ".join(
         f"{when}: {count:,}" for when, count in points
     )
     return _frame(width, height, label, description, "".join(parts))
 
 
-def spans(rows: list[tuple[str, float, float, int]], start: float, end: float, label: str, width: int = 560) -> str:
-    """One horizontal line per row (name, first, last, documents) over [start, end]: shapes over time."""
+def spans(
+    rows: list[tuple[str, float, float, int]],
+    start: float,
+    end: float,
+    label: str,
+    axis: tuple[str, str] = ("", ""),
+    width: int = 560,
+) -> str:
+    """One bar per row (name, first, last, documents) over [start, end], its documents at its end: shapes
+    over time; ``axis`` labels the start and the end."""
     if not rows:
         return ""
-    height = 16 * len(rows) + 10
-    scale = (width - 170) / (end - start) if end > start else 0
+    left, right = 170, 60
+    height = 16 * len(rows) + 26
+    scale = (width - left - right) / (end - start) if end > start else 0
     parts = []
     for index, (name, first, last, documents) in enumerate(rows):
         y = 10 + index * 16
-        x1 = 160 + (first - start) * scale
-        x2 = max(x1 + 2, 160 + (last - start) * scale)
-        shown = name if len(name) <= 28 else name[:27] + "…"
-        parts.append(f'<text x="0" y="{y + 4}" font-size="9">{escape(shown)}</text>')
+        x1 = left + (first - start) * scale
+        x2 = max(x1 + 3, left + (last - start) * scale)
+        shown = name if len(name) <= 30 else name[:29] + "…"
+        parts.append(f'<text x="0" y="{y + 3}" font-size="9">{escape(shown)}</text>')
         parts.append(
-            f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{y}" y2="{y}" stroke="{ACCENT}" stroke-width="6">'
+            f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{y}" y2="{y}" stroke="{ACCENT}" stroke-width="7">'
             f"<title>{escape(name)}: {documents:,} documents</title></line>"
         )
+        parts.append(f'<text x="{x2 + 4:.1f}" y="{y + 3}" font-size="8" fill="#444">{_count(documents)}</text>')
+    base = 16 * len(rows) + 4
+    parts.append(f'<line x1="{left}" x2="{width - right}" y1="{base}" y2="{base}" stroke="#666"/>')
+    parts.append(f'<text x="{left}" y="{base + 12}" font-size="8" fill="#444">{escape(axis[0])}</text>')
+    parts.append(
+        f'<text x="{width - right}" y="{base + 12}" font-size="8" text-anchor="end" fill="#444">{escape(axis[1])}</text>'
+    )
     description = "; ".join(f"{name}: {documents:,} documents" for name, _, _, documents in rows)
+    if axis[0]:
+        description += f"; from {axis[0]} to {axis[1]}"
     return _frame(width, height, label, description, "".join(parts))
 
 

@@ -253,9 +253,7 @@ class DumpFolderCatalog(Catalog):
         wanted = {_key(i) for i in ids}
         return [d for d in self.files.read(collection) if _key(d.get("_id")) in wanted]
 
-    def write_source(
-        self, collection: str, changes: Iterable[Change], expected: Callable[[Any], int | None]
-    ) -> int:
+    def write_source(self, collection: str, changes: Iterable[Change], expected: Callable[[Any], int | None]) -> int:
         """The collection's file written again: documents changed in the time-series copy in its version,
         those it no longer holds left out, the readings only it holds added at the end."""
         from mongopat.migrate.dump_folder.files import DocumentWriter

@@ -205,9 +205,7 @@ class ServerCatalog(Catalog):
             found.extend(self.db[collection].find({"_id": {"$in": ids[start : start + self.batch_size]}}))
         return found
 
-    def write_source(
-        self, collection: str, changes: Iterable[Change], expected: Callable[[Any], int | None]
-    ) -> int:
+    def write_source(self, collection: str, changes: Iterable[Change], expected: Callable[[Any], int | None]) -> int:
         """Each change made only while the document is still the version compared (a compare-and-swap on
         its bytes); returns the changes the application's own writes overtook, left as they are."""
         source, overtaken = self.db[collection], 0

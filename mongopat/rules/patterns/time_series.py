@@ -406,7 +406,6 @@ class TimeSeriesRule(Rule):
             title="A time-series collection would pay at the declared rate, not on today's data",
         )  # fmt: skip
 
-
     def _unwound(self, collection: CollectionEvidence, made: dict[str, Any]) -> list[Recommendation]:
         """Buckets made by hand (the bucket pattern in place) unwound into a time-series collection: the
         server then keeps the buckets, compressed by column, and the application inserts readings instead
@@ -544,9 +543,16 @@ class TimeSeriesRule(Rule):
         fields = [time, *([series] if series else []), array]
         return [
             self.finding(
-                collection.name, fields, severity, 0.7, evidence, rationale, tradeoffs,
+                collection.name,
+                fields,
+                severity,
+                0.7,
+                evidence,
+                rationale,
+                tradeoffs,
                 {k: v for k, v in migration.items() if v is not None} | {"granularity": options.granularity},
-                title="Unwind the buckets made by hand into a time-series collection", prediction=forecast,
+                title="Unwind the buckets made by hand into a time-series collection",
+                prediction=forecast,
             )  # fmt: skip
         ]
 
