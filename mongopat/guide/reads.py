@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongopat.access.model import Aggregate, Embed, Lookup, Query
 from mongopat.expressions import BinaryOp, Expression, Number, Path, strip_prefix
 from mongopat.guide.placeholders import param, range_params
+
+if TYPE_CHECKING:  # the access file's model is read only in type hints: a migration never loads its parser
+    from mongopat.access.model import Aggregate, Embed, Lookup, Query
 
 
 @dataclass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mongopat.guide.cost import rounded
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
@@ -73,6 +72,8 @@ class Operation(AddsFields):
             values = {foreign: get_path(sample.document, foreign)}
             values.update({name: changed(sample.document.get(name)) for name in p["fields"]})
             return values, values
+
+        from mongopat.guide.cost import rounded  # the guide's cost model: loaded by the guide, not by a migration
 
         per_key = evidence.per_key(step.collection, local)
         return WritePlan(
