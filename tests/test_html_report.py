@@ -1,6 +1,7 @@
 """The HTML report: well-formed, self-contained, escaped, charts with data and text alternatives,
 and (where Chromium is installed) rendered by a real browser without console errors."""
 
+import re
 import shutil
 import struct
 import subprocess
@@ -377,3 +378,21 @@ def test_presence_never_reads_zero_for_a_field_that_exists(share, shown):
     from mongopat.render.words import percent
 
     assert percent(share) == shown
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed (.ci/run installs it)")
+def test_the_page_prints_to_pdf(ecommerce, tmp_path):
+    report, result = ecommerce
+    page = tmp_path / "advice.html"
+    page.write_text(render_html(report, result))
+    pdf = tmp_path / "advice.pdf"
+    run = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", f"--user-data-dir={tmp_path / 'profile'}", "--no-pdf-header-footer",
+         f"--print-to-pdf={pdf}", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert pdf.exists(), run.stderr[-2000:]
+    data = pdf.read_bytes()
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
+    assert data.startswith(b"%PDF") and pages >= 3
