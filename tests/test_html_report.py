@@ -396,3 +396,12 @@ def test_the_page_prints_to_pdf(ecommerce, tmp_path):
     data = pdf.read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
     assert data.startswith(b"%PDF") and pages >= 3
+
+
+def test_a_bucket_recommendation_draws_its_readings_over_their_own_time(bucket_page):
+    """Readings of a few minutes fall in one hour of the insert timeline: the chart is the time field's
+    own histogram, bars a few minutes wide, not one solid bar."""
+    check(bucket_page)
+    start = bucket_page.index('aria-label="Readings over time by')
+    chart = bucket_page[start : bucket_page.index("</svg>", start)]
+    assert chart.count("<rect") >= 5  # a bar a period

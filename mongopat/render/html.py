@@ -199,20 +199,29 @@ def _values_cell(field: dict[str, Any], show_values: bool) -> str:
 
 
 def _value_figure(field: dict[str, Any]) -> str:
-    """A histogram of a field's numbers or dates with its quartiles marked; empty for other fields."""
+    """A histogram of a field's numbers or dates with its quartiles marked, under its caption; empty for
+    other fields."""
+    found = _value_chart(field)
+    return _figure(*found) if found else ""
+
+
+def _value_chart(field: dict[str, Any], label_as: str = "Values of", counted: str = "values") -> tuple[str, str] | None:
+    """The caption and chart of :func:`_value_figure` (None where a field has no spread of values)."""
     numbers, dates = field.get("numbers"), field.get("dates")
     spread = (numbers if numbers and numbers.get("histogram") else None) or dates
     if not spread or not spread.get("histogram") or len(spread["histogram"]) < 2:
-        return ""
+        return None
     is_date = spread is dates
     if is_date:
         start = datetime.datetime.fromisoformat(spread["min"].replace("Z", "+00:00"))
         end = datetime.datetime.fromisoformat(spread["max"].replace("Z", "+00:00"))
         long = (end - start).total_seconds() >= 3 * 86400
+        first, second = spread["histogram"][:2]
+        fine = _seconds_between(first["low"], second["low"]) < 60  # bins under a minute: to the second
 
         def label(text: str) -> str:
             shown = moment(text, None if long else 60)
-            return shown[:10] if long else shown[11:16]
+            return shown[:10] if long else shown[11:19] if fine else shown[11:16]
 
         x_title = "date (UTC)" if long else f"time on {start:%Y-%m-%d} (UTC)"
     else:
@@ -236,8 +245,17 @@ def _value_figure(field: dict[str, Any]) -> str:
     sentinels = [] if is_date else (numbers or {}).get("sentinels") or []
     caption = field["path"] + ("" if spread.get("exact") else " (estimated)")
     caption += "".join(f"; sentinel {_sentinel_text(e)} left out" for e in sentinels)
-    chart = svg.histogram(bins, f"Values of {field['path']}", sorted(merged.items()), x_title=x_title, y_title="values")
-    return _figure(caption, chart)
+    chart = svg.histogram(
+        bins, f"{label_as} {field['path']}", sorted(merged.items()), x_title=x_title, y_title="values"
+    )
+    return caption, chart
+
+
+def _seconds_between(first: str, second: str) -> float:
+    def parse(text: str) -> datetime.datetime:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    return (parse(second) - parse(first)).total_seconds()
 
 
 def _collection_section(
@@ -347,13 +365,25 @@ def _collection_section(
     return "".join(parts)
 
 
+def collection_field(collection: dict[str, Any], path: str | None) -> dict[str, Any] | None:
+    return next((f for f in collection["fields"] if f["path"] == path), None) if path else None
+
+
 def _evidence_chart(rec: dict[str, Any], collection: dict[str, Any] | None) -> str:
     if collection is not None:
         field = next((f for f in collection["fields"] if f["path"] in rec["fields"] and f.get("array")), None)
         if field is not None and rec["pattern"] in ("outlier", "unbounded_arrays", "subset", "over_embedding"):
             return _array_chart(field)
-        if rec["pattern"] == "bucket" and collection.get("time"):
-            return _timeline_chart(collection["time"][0])
+        if rec["pattern"] in ("bucket", "time_series_collection"):
+            # The readings over their own time (the time field's dates), where the insert timeline of
+            # whole hours would be one bar for readings of a few minutes.
+            time_field = collection_field(collection, rec["evidence"].get("time_field"))
+            found = _value_chart(time_field, "Readings over time by", "readings") if time_field else None
+            if found:
+                return found[1]
+            profile = next((p for p in collection.get("time", []) if len(p.get("timeline") or []) > 1), None)
+            if profile:
+                return _timeline_chart(profile)
         if rec["pattern"] == "bloated_documents":
             return _size_chart(collection["document_size"])
     reads = rec["evidence"].get("reads")
@@ -497,6 +527,8 @@ def _plain(value: Any) -> str:
         return "; ".join(read_line(item) for item in value)
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if value is None:
+        return "-"
     if isinstance(value, (dict, list)):
         return json.dumps(value, default=str)
     if isinstance(value, float):
