@@ -10,12 +10,12 @@ documents each declared read examines before and after, on the declared workload
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from typing import Any
 
 import bson
 
+from mongopat.migrate.transform_api import copy_document
 from mongopat.predictions import CollectionPrediction, Figures, Prediction, ReadPrediction, figures, prediction
 
 # Documents sampled per collection to run a step's transform on.
@@ -104,7 +104,7 @@ def _sampled(operation: Any, step: Any, entry: dict[str, Any], before: Figures, 
     sides: dict[str, list[int]] = {}
     for document in documents:
         sizes_before.append(len(bson.encode(document)))
-        result = operation.transform(copy.deepcopy(document), step, context)
+        result = operation.transform(copy_document(document), step, context)
         sizes_after.append(len(bson.encode(result.document)))
         for name, side in result.side.items():
             sides.setdefault(name, []).extend(len(bson.encode(doc)) for doc in side)

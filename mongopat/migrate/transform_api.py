@@ -5,11 +5,35 @@ aggregates), their :class:`Result`, and helpers on dotted paths. No database her
 
 from __future__ import annotations
 
+import copy
+import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bson import Decimal128, Int64, ObjectId, Timestamp
+
 Document = dict[str, Any]
+
+# Values no transform can change in place: shared between a document and its copy. (A Regex, a DBRef, a
+# Binary subclass or a SON is not among them: those are deep-copied.)
+_SHARED = frozenset(
+    (str, int, float, bool, type(None), bytes, datetime.datetime, ObjectId, Decimal128, Int64, Timestamp)
+)
+
+
+def copy_document(value: Any) -> Any:
+    """A copy of ``value`` no change to which reaches the original: dicts and lists copied all the way down,
+    immutable values shared. Equal to ``copy.deepcopy`` on documents, and a few times faster, since most
+    of a document's values are strings and numbers."""
+    kind = type(value)
+    if kind is dict:
+        return {key: item if type(item) in _SHARED else copy_document(item) for key, item in value.items()}
+    if kind is list:
+        return [item if type(item) in _SHARED else copy_document(item) for item in value]
+    if kind in _SHARED:
+        return value
+    return copy.deepcopy(value)
 
 
 @dataclass

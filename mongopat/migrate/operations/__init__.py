@@ -10,8 +10,6 @@ added to :data:`STEP_OPERATIONS`.
 
 from __future__ import annotations
 
-import copy
-
 from mongopat.migrate.operations import (
     approximation,
     attribute,
@@ -37,7 +35,7 @@ from mongopat.migrate.operations import (
     validator,
 )
 from mongopat.migrate.operations.base import CollectionOperation, DocumentOperation, Step, StepOperation
-from mongopat.migrate.transform_api import Context, Document, Result
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document
 
 STEP_OPERATIONS: dict[str, StepOperation] = {
     module.Operation.type.name: module.Operation()
@@ -61,7 +59,7 @@ OPERATIONS: dict[str, DocumentOperation] = {
 
 def transform(doc: Document, step: Step, ctx: Context | None = None) -> Result:
     """Apply a document step to a copy of ``doc`` (the input is never modified)."""
-    return OPERATIONS[step.name].transform(copy.deepcopy(doc), step, ctx or Context())
+    return OPERATIONS[step.name].transform(copy_document(doc), step, ctx or Context())
 
 
 __all__ = [

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field, top_level
-from mongopat.migrate.transform_api import Context, Document, Result, get_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -98,7 +97,7 @@ class Operation(AddsFields):
         return [f"{step.params['field']}Factor"]
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
-        result = copy.deepcopy(current)
+        result = copy_document(current)
         restore_field(result, original, self.added(step)[0])
         counter = step.params["field"]
         before = get_path(original, counter)

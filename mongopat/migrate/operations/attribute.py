@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import is_param, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import DICT, LIST, STR, DocumentOperation, Param, Step, StepType
-from mongopat.migrate.transform_api import Context, Document, Result
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -155,7 +154,7 @@ class Operation(DocumentOperation):
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         """The pivoted pairs (with the values the application wrote since) back into fields; pairs of other
         keys stay in the array."""
-        result = copy.deepcopy(current)
+        result = copy_document(current)
         into, fields = step.params["into"], set(step.params["fields"])
         pairs = result.get(into)
         if not isinstance(pairs, list):

@@ -13,7 +13,6 @@ is and reports it). ``side`` holds, per document ``_id``, the documents the step
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from mongopat.migrate.transform_api import (
     ContextSource,
     Document,
     Result,
+    copy_document,
     get_path,
     has_path,
     hashable_key,
@@ -223,7 +223,7 @@ class DocumentOperation(StepOperation):
     def preview(self, step: Step, before: Document) -> tuple[list[Document], list[Document], str]:
         from mongopat.migrate.context_sources import Placeholders
 
-        result = self.transform(copy.deepcopy(before), step, self.context(step, [before], Placeholders()))
+        result = self.transform(copy_document(before), step, self.context(step, [before], Placeholders()))
         after = [result.document]
         note = "; ".join(f"{len(docs)} document(s) written to {name}" for name, docs in result.side.items())
         for docs in result.side.values():
@@ -233,7 +233,7 @@ class DocumentOperation(StepOperation):
     def examples(self, step: Step, samples: list[Document], ctx: Context | None) -> list[dict[str, Any]]:
         # The real transform on each sample, with the context the runner gathered for them.
         return [
-            {"before": s, "after": self.transform(copy.deepcopy(s), step, ctx or Context()).document} for s in samples
+            {"before": s, "after": self.transform(copy_document(s), step, ctx or Context()).document} for s in samples
         ]
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
@@ -315,7 +315,7 @@ class AddsFields(DocumentOperation):
         return not has_path(doc, self.added(step)[0])
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
-        result = copy.deepcopy(current)
+        result = copy_document(current)
         for path in self.added(step):
             restore_field(result, original, path)
         return result
@@ -365,7 +365,7 @@ def local_values(documents: list[Document] | None, path: str) -> list[Any] | Non
 def restore_field(document: Document, original: Document, path: str) -> None:
     """``path`` in ``document`` as it was in ``original``: its value, or absent."""
     if has_path(original, path):
-        set_path(document, path, copy.deepcopy(get_path(original, path)))
+        set_path(document, path, copy_document(get_path(original, path)))
     else:
         pop_path(document, path)
 

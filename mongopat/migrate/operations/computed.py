@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.expressions import ExpressionError, aggregation, evaluate, parse
@@ -10,7 +9,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType, top_level
-from mongopat.migrate.transform_api import Context, Document, Result, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -59,7 +58,7 @@ class Operation(AddsFields):
         ]
 
         def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-            document = copy.deepcopy(sample.document)
+            document = copy_document(sample.document)
             updates = {name: changed(document.get(name)) for name in sources}
             values = {"_id": document["_id"], **updates}
             document.update(updates)

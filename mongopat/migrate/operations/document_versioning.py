@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, changed, command, scalar
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType, top_level
-from mongopat.migrate.transform_api import Context, Document, Result
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document
 
 if TYPE_CHECKING:
     pass
@@ -89,7 +88,7 @@ class Operation(AddsFields):
         version_field = step.params["version_field"]
         if version_field not in doc:
             doc[version_field] = 1
-        revision = {key: copy.deepcopy(value) for key, value in doc.items() if key != "_id"}
+        revision = {key: copy_document(value) for key, value in doc.items() if key != "_id"}
         history = {"_id": {"doc": doc.get("_id"), "revision": doc[version_field]}, **revision}
         return Result(doc, {step.params["history_collection"]: [history]})
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import DICT, STR, DocumentOperation, Param, Step, StepError, StepType
-from mongopat.migrate.transform_api import Context, Document, Result, get_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -116,7 +115,7 @@ class Operation(DocumentOperation):
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         elements = get_path(current, step.params["field"])
-        result = array_to_map(copy.deepcopy(current), step)
+        result = array_to_map(copy_document(current), step)
         if isinstance(elements, list) and not isinstance(get_path(result, step.params["field"]), dict):
             return None  # an element the application added without a key: no map holds it
         return result

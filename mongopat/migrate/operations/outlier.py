@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +9,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import INT, STR, DocumentOperation, Param, Step, StepType, restore_field
-from mongopat.migrate.transform_api import Context, Document, Result
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -111,7 +110,7 @@ class Operation(DocumentOperation):
             elements = sample.document.get(name)
             if not isinstance(elements, list) or not elements:
                 return None
-            element = copy.deepcopy(elements[-1])
+            element = copy_document(elements[-1])
             pages = sample.after[overflow].count_documents({"parentId": sample.document["_id"]})
             values = {"_id": sample.document["_id"], "element": element}
             return values, {**values, "page": pages + 1}
@@ -196,7 +195,7 @@ class Operation(DocumentOperation):
         """Overflow pages merged back after the embedded elements the step kept; elements the application
         pushed since (embedded or into a page) are kept too."""
         field, limit = step.params["field"], step.params["threshold"]
-        result = copy.deepcopy(current)
+        result = copy_document(current)
         embedded = result.get(field) if isinstance(result.get(field), list) else []
         moved = [e for page in sorted(side, key=lambda p: p.get("page", 0)) for e in page.get(field) or []]
         result[field] = embedded[:limit] + moved + embedded[limit:]

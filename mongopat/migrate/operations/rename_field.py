@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage, rename_in_match
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType, top_level
-from mongopat.migrate.transform_api import Context, Document, Result, get_path, has_path, pop_path, set_path
+from mongopat.migrate.transform_api import (
+    Context,
+    Document,
+    Result,
+    copy_document,
+    get_path,
+    has_path,
+    pop_path,
+    set_path,
+)
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -104,7 +112,7 @@ class Operation(DocumentOperation):
         return has_path(doc, step.params["from"])
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
-        result = copy.deepcopy(current)
+        result = copy_document(current)
         old, new = step.params["from"], step.params["to"]
         if has_path(result, new) and not has_path(result, old):
             set_path(result, old, pop_path(result, new))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
@@ -16,7 +15,7 @@ from mongopat.migrate.operations.base import (
     restore_field,
     top_level,
 )
-from mongopat.migrate.transform_api import Context, Document, Result, get_path, has_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, has_path, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -45,7 +44,7 @@ class Operation(DocumentOperation):
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         if not (step.params["only_missing"] and has_path(doc, step.params["field"])):
-            set_path(doc, step.params["field"], copy.deepcopy(step.params["value"]))
+            set_path(doc, step.params["field"], copy_document(step.params["value"]))
         return Result(doc)
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
@@ -70,7 +69,7 @@ class Operation(DocumentOperation):
         return not step.params["only_missing"] and get_path(doc, field) != step.params["value"]
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
-        result = copy.deepcopy(current)
+        result = copy_document(current)
         field = step.params["field"]
         # A value the application wrote since is its own: only the value the step set goes back.
         if has_path(result, field) and get_path(result, field) == step.params["value"]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import datetime
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -11,7 +10,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import DICT, INT, STR, DocumentOperation, Param, Step, StepType, restore_field
-from mongopat.migrate.transform_api import Context, Document, Result, get_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -196,7 +195,7 @@ class Operation(DocumentOperation):
         """The full list back in place, in its order, with the elements the application added since, to the
         embedded subset or to the full list, after it."""
         field = step.params["field"]
-        result = copy.deepcopy(current)
+        result = copy_document(current)
         full = [_element(item) for item in sorted(side, key=lambda item: item.get("index", 0))]
         embedded = result.get(field) if isinstance(result.get(field), list) else []
         added = [element for element in embedded if element not in full]
@@ -248,7 +247,7 @@ def _sorted(elements: list[Any], spec: dict[str, int]) -> list[Any]:
 
 def newest(elements: list[Any], sort: dict[str, int]) -> Document:
     """A new element like the last one, first in the step's order (a proof adds it to a list)."""
-    element = copy.deepcopy(elements[-1])
+    element = copy_document(elements[-1])
     for key, direction in (sort or {}).items():
         values = [e.get(key) for e in elements if isinstance(e, dict) and e.get(key) is not None]
         if values and all(isinstance(v, datetime.datetime) for v in values):

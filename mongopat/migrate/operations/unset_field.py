@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType, top_level
-from mongopat.migrate.transform_api import Context, Document, Result, get_path, has_path, pop_path, set_path
+from mongopat.migrate.transform_api import (
+    Context,
+    Document,
+    Result,
+    copy_document,
+    get_path,
+    has_path,
+    pop_path,
+    set_path,
+)
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -56,8 +64,8 @@ class Operation(DocumentOperation):
         return has_path(doc, step.params["field"])
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
-        result = copy.deepcopy(current)
+        result = copy_document(current)
         field = step.params["field"]
         if has_path(original, field) and not has_path(result, field):  # one the application set again stays
-            set_path(result, field, copy.deepcopy(get_path(original, field)))
+            set_path(result, field, copy_document(get_path(original, field)))
         return result

@@ -1,0 +1,38 @@
+"""``copy_document``: the engine's copy of a document before a transform changes it, equal to
+``copy.deepcopy`` and sharing nothing a transform could change."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import re
+
+from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+
+from mongopat.migrate.transform_api import copy_document
+
+DOCUMENT = {
+    "_id": ObjectId(),
+    "n": 1, "f": 1.5, "big": Int64(2**40), "d": Decimal128("1.10"), "ok": True, "none": None, "s": "x",
+    "at": datetime.datetime(2026, 1, 1), "ts": Timestamp(1, 2), "bin": Binary(b"\x00\x01", 4), "raw": b"ab",
+    "re": Regex("^a", "i"), "compiled": re.compile("b"), "code": Code("x"), "ref": DBRef("c", 1),
+    "min": MinKey(), "max": MaxKey(),
+    "items": [{"p": 1, "tags": ["a", "b"]}, [1, [2, {"deep": {"er": [3]}}]]],
+    "nested": {"a": {"b": {"c": [1, 2]}}},
+}  # fmt: skip
+
+
+def test_the_copy_equals_deepcopy_and_shares_no_container():
+    copied = copy_document(DOCUMENT)
+    assert copied == copy.deepcopy(DOCUMENT) == DOCUMENT
+    copied["items"][0]["tags"].append("c")
+    copied["items"][1][1][1]["deep"]["er"].append(4)
+    copied["nested"]["a"]["b"]["c"].pop()
+    copied["re"].flags = 0
+    assert DOCUMENT["items"][0]["tags"] == ["a", "b"] and DOCUMENT["items"][1][1][1]["deep"]["er"] == [3]
+    assert DOCUMENT["nested"]["a"]["b"]["c"] == [1, 2] and DOCUMENT["re"].flags != 0
+
+
+def test_values_keep_their_types():
+    copied = copy_document(DOCUMENT)
+    assert {key: type(value) for key, value in copied.items()} == {key: type(v) for key, v in DOCUMENT.items()}
