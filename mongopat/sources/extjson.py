@@ -19,6 +19,7 @@ try:  # orjson parses about 2x faster than the standard library; optional at run
     import orjson
 
     loads = orjson.loads
+    _PASS_THROUGH = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
     JSONDecodeError: type[Exception] = orjson.JSONDecodeError
 except ImportError:  # pragma: no cover - exercised only without orjson installed
     import json
@@ -203,8 +204,25 @@ def to_extended(value: Any, canonical: bool = False) -> Any:
     return json_util.default(value, _CANONICAL if canonical else _RELAXED)
 
 
+def _fast_default(value: Any) -> Any:
+    return to_extended(value)
+
+
 def encode_document(document: dict[str, Any], canonical: bool = False) -> bytes:
-    """One mongoexport line (without the newline)."""
+    """One mongoexport line (without the newline).
+
+    Relaxed lines are written by orjson in one pass, BSON types handed to :func:`to_extended` as orjson
+    meets them (dates and subclasses such as ``Int64`` and ``Code`` are passed through to it, not written
+    as orjson would). orjson writes NaN and infinity as ``null``: a line holding ``null`` is written again
+    by the walk that spells them ``{"$numberDouble": "NaN"}``, so every line is the walk's, byte for byte."""
+    if not canonical:
+        try:
+            line: bytes = orjson.dumps(document, default=_fast_default, option=_PASS_THROUGH)  # type: ignore[name-defined]
+        except (NameError, TypeError):  # without orjson, or a value orjson refuses: the walk decides
+            pass
+        else:
+            if b"null" not in line:
+                return line
     extended = to_extended(document, canonical)
     try:
         return orjson.dumps(extended)  # type: ignore[name-defined]

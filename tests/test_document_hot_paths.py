@@ -1,5 +1,6 @@
-"""``copy_document``: the engine's copy of a document before a transform changes it, equal to
-``copy.deepcopy`` and sharing nothing a transform could change."""
+"""The engine's document hot paths: ``copy_document`` (its copy of a document before a transform changes it,
+equal to ``copy.deepcopy`` and sharing nothing a transform could change) and ``encode_document``'s one-pass
+line."""
 
 from __future__ import annotations
 
@@ -36,3 +37,18 @@ def test_the_copy_equals_deepcopy_and_shares_no_container():
 def test_values_keep_their_types():
     copied = copy_document(DOCUMENT)
     assert {key: type(value) for key, value in copied.items()} == {key: type(v) for key, v in DOCUMENT.items()}
+
+
+def test_a_line_is_written_byte_for_byte_as_the_walk_writes_it():
+    """encode_document's one-pass orjson line equals the walk's (to_extended, then orjson) for every BSON
+    type, NaN and infinity included (those lines take the walk)."""
+    import orjson
+
+    from mongopat.sources.extjson import encode_document, to_extended
+
+    for document in (
+        {key: value for key, value in DOCUMENT.items() if key != "compiled"},
+        {"nan": float("nan"), "inf": float("-inf"), "text": "null", "none": None},
+        {"at": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc), "old": datetime.datetime(1900, 1, 1)},
+    ):
+        assert encode_document(document) == orjson.dumps(to_extended(document))
