@@ -1,6 +1,7 @@
-"""The engine's document hot paths: ``copy_document`` (its copy of a document before a transform changes it,
-equal to ``copy.deepcopy`` and sharing nothing a transform could change) and ``encode_document``'s one-pass
-line."""
+"""The dump folder's document hot paths, each held to the slow path it replaced: ``copy_document`` (the copy
+of a document before a transform changes it, equal to ``copy.deepcopy`` and sharing nothing a transform
+could change), ``encode_document``'s one-pass line and ``decode_document``'s walk that stops once a line's
+``"$`` marks are spent."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import copy
 import datetime
 import re
 
+import pytest
 from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 
 from mongopat.migrate.transform_api import copy_document
@@ -52,3 +54,26 @@ def test_a_line_is_written_byte_for_byte_as_the_walk_writes_it():
         {"at": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc), "old": datetime.datetime(1900, 1, 1)},
     ):
         assert encode_document(document) == orjson.dumps(to_extended(document))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"_id":{"$oid":"5f0c6b7e2f8fb814b56fa181"},"a":{"b":[{"c":1}]},"at":{"$date":"2026-01-01T00:00:00Z"}}',
+        b'{"_id":1,"price":"$5","at":{"$date":{"$numberLong":"1700000000000"}},"n":{"$numberLong":"7"}}',
+        b'{"_id":1,"odd":{"$weird":1,"x":2},"later":{"$oid":"5f0c6b7e2f8fb814b56fa181"}}',
+        b'{"_id":1,"esc":{"\\u0024oid":"5f0c6b7e2f8fb814b56fa181"}}',
+        b'{"_id":1,"plain":{"a":[1,2,{"b":"c"}]}}',
+        b'{"_id": {"$oid": "5f0c6b7e2f8fb814b56fa181"}, "deep": {"a": {"b": {"$date": "2026-01-01T00:00:00Z"}}}}',
+        b'{"_id":1,"list":[{"$numberDecimal":"1.5"},{"$binary":{"base64":"AA==","subType":"00"}}],"s":"\\"$x"}',
+    ],
+)
+def test_a_line_decodes_as_the_whole_walk_decodes_it(line):
+    """decode_document stops walking once the line's ``"$`` marks are spent; the result is the whole walk's."""
+    from mongopat.sources.extjson import decode_document, decode_value, loads
+
+    expected = decode_value(loads(line))
+    found = decode_document(line)
+    assert found == expected and list(found) == list(expected)
+    assert {k: type(v) for k, v in found.items()} == {k: type(v) for k, v in expected.items()}
+    assert decode_document(line.decode()) == expected

@@ -7,6 +7,7 @@ handed to ``bson.json_util`` so that all types stay correct.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from itertools import repeat
 from operator import itemgetter
@@ -146,12 +147,49 @@ def _decode_children(container: Any, items: Any) -> None:
             _decode_children(item, enumerate(item))
 
 
+class _AllFound(Exception):
+    """Every wrapper a line can hold has been decoded: the rest of the document is plain JSON."""
+
+
+def _decode_counted(container: Any, items: Any, left: list[int]) -> None:
+    # _decode_children, counting the $-led documents met against the line's ``"$`` marks (``left``).
+    for key, item in items:
+        kind = type(item)
+        if kind is dict:
+            if item and next(iter(item))[:1] == "$":
+                decoded = decode_wrapper(item)
+                left[0] -= 1
+                if decoded is not item:
+                    container[key] = decoded
+                    if not left[0]:
+                        raise _AllFound
+                    continue
+            _decode_counted(item, item.items(), left)
+        elif kind is list:
+            _decode_counted(item, enumerate(item), left)
+
+
 def decode_document(raw: bytes | str) -> dict[str, Any]:
-    """Parse one Extended JSON document (a line of mongoexport output)."""
+    """Parse one Extended JSON document (a line of mongoexport output).
+
+    A wrapper (``{"$oid": ...}``, ``{"$date": ...}``) always puts the bytes ``"$`` in the line, so the line's
+    count of them bounds the wrappers it holds: a line without any is returned as parsed, and the walk stops
+    once it has met as many ``$``-led documents as the line has marks (a ``$`` opening a string, or a
+    wrapper inside a wrapper, only makes the walk go on to the end, as it did). A line spelling a ``$`` as
+    ``\\u0024`` is walked whole."""
     document = loads(raw)
     if type(document) is not dict:
         raise ExtendedJSONError(f"expected a JSON object, found {type(document).__name__}")
-    return decode_value(document)
+    if type(raw) is bytes:
+        marks, escaped = raw.count(b'"$'), b"\\u" in raw
+    else:
+        marks, escaped = raw.count('"$'), "\\u" in raw
+    if escaped or (document and next(iter(document))[:1] == "$"):
+        return decode_value(document)
+    if marks:
+        with contextlib.suppress(_AllFound):
+            _decode_counted(document, document.items(), [marks])
+    return document
 
 
 # -- writing --------------------------------------------------------------------------------------
