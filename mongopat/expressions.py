@@ -24,6 +24,7 @@ null, a string, NaN...) and a division by zero.
 from __future__ import annotations
 
 import decimal
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -104,6 +105,13 @@ def _tokens(text: str) -> list[tuple[str, str]]:
 def parse(text: str) -> Expression:
     if not isinstance(text, str) or not text.strip():
         raise ExpressionError("an expression is a non-empty string, e.g. sum(items.price * items.qty)")
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(text: str) -> Expression:
+    # Parsed once per text: a migration's transform parses its expression for every document, and the
+    # tree is immutable (frozen dataclasses), so every caller may share it.
     tokens = _tokens(text)
     function = None
     if len(tokens) >= 3 and tokens[0][0] == "path" and tokens[1] == ("op", "("):
@@ -242,6 +250,11 @@ def strip_prefix(node: Any, prefix: str) -> Any:
     return node
 
 
+@functools.lru_cache(maxsize=256)
+def _stripped(node: Any, prefix: str) -> Any:
+    return strip_prefix(node, prefix)
+
+
 def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     """The value of ``expression`` for ``document`` (None when inputs are missing)."""
     if expression.function is None:
@@ -257,7 +270,7 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
             return len(elements)
         return int(_arith(expression.body, document) is not None)
     if isinstance(elements, list):
-        body = strip_prefix(expression.body, prefix or "")
+        body = _stripped(expression.body, prefix or "")
         values = [_arith(body, element) for element in elements if isinstance(element, dict)]
     else:
         values = [_arith(expression.body, document)]
