@@ -54,8 +54,7 @@ class ValueSample:
     def _thin(self) -> None:
         while len(self.counts) > LIMIT:
             self.level += 1
-            kept = set(_sampled(list(self.counts), self.level))
-            self.counts = Counter({value: n for value, n in self.counts.items() if value in kept})
+            self.counts = _at_level(self.counts, self.level)
 
     def merge(self, other: ValueSample) -> None:
         """Fold in the sample of another part of the same stream."""
@@ -67,17 +66,21 @@ class ValueSample:
                 self.low = value if self.low is None or value < self.low else self.low
                 self.high = value if self.high is None or value > self.high else self.high
         level = max(self.level, other.level)
-        for side in (self, other):
-            if side.level < level:
-                kept = set(_sampled(list(side.counts), level))
-                side.counts = Counter({value: n for value, n in side.counts.items() if value in kept})
-        self.counts = self.counts + other.counts
+        mine = _at_level(self.counts, level) if self.level < level else self.counts
+        theirs = _at_level(other.counts, level) if other.level < level else other.counts
+        self.counts = mine + theirs
         self.level = level
         self._thin()
 
     @property
     def exact(self) -> bool:
         return self.level == 0
+
+
+def _at_level(counts: Counter[Any], level: int) -> Counter[Any]:
+    """The values of ``counts`` (with their counts) that pass the filter of ``level``."""
+    kept = set(_sampled(list(counts), level))
+    return Counter({value: n for value, n in counts.items() if value in kept})
 
 
 class Bin(TypedDict):

@@ -4,7 +4,6 @@ readable; printing opens them all. Every value from the data is escaped."""
 
 from __future__ import annotations
 
-import datetime
 import json
 from html import escape
 from typing import Any
@@ -15,8 +14,8 @@ from mongopat.migrate.preview import example_document, preview, to_json_text
 from mongopat.migrate.steps import StepError, build_step
 from mongopat.render import svg
 from mongopat.render.console import bulk_load_text, human_bytes, human_number, human_rate
-from mongopat.render.recommendations import prediction_lines
-from mongopat.render.words import data_value, moment, percent
+from mongopat.render.recommendations import evidence_value, prediction_lines
+from mongopat.render.words import data_value, instant, moment, percent
 from mongopat.rules.base import SEVERITY_RANK
 
 SIZE_LABELS = {256: "256B", 1024: "1K", 4096: "4K", 16384: "16K", 65536: "64K", 262144: "256K",
@@ -140,16 +139,13 @@ def _drift_chart(drift: dict[str, Any]) -> str:
     if len(shapes) < 2 or drift.get("clock") != "_id":
         return ""
 
-    def epoch(text: str) -> float:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
     rows = [
-        (label, epoch(s["first"]), epoch(s["last"]), s["documents"])
+        (label, instant(s["first"]).timestamp(), instant(s["last"]).timestamp(), s["documents"])
         for label, s in zip(shape_labels(shapes[:12]), shapes[:12], strict=True)
     ]
     start, end = min(r[1] for r in rows), max(r[2] for r in rows)
-    first = min(shapes[:12], key=lambda s: epoch(s["first"]))["first"]
-    last = max(shapes[:12], key=lambda s: epoch(s["last"]))["last"]
+    first = min((s["first"] for s in shapes[:12]), key=instant)
+    last = max((s["last"] for s in shapes[:12]), key=instant)
     axis = (moment(first, end - start), moment(last, end - start))
     return svg.spans(rows, start, end, "Document shapes over insertion time (documents of each)", axis)
 
@@ -213,11 +209,10 @@ def _value_chart(field: dict[str, Any], label_as: str = "Values of", counted: st
         return None
     is_date = spread is dates
     if is_date:
-        start = datetime.datetime.fromisoformat(spread["min"].replace("Z", "+00:00"))
-        end = datetime.datetime.fromisoformat(spread["max"].replace("Z", "+00:00"))
+        start, end = instant(spread["min"]), instant(spread["max"])
         long = (end - start).total_seconds() >= 3 * 86400
         first, second = spread["histogram"][:2]
-        fine = _seconds_between(first["low"], second["low"]) < 60  # bins under a minute: to the second
+        fine = (instant(second["low"]) - instant(first["low"])).total_seconds() < 60  # bins under a minute
 
         def label(text: str) -> str:
             shown = moment(text, None if long else 60)
@@ -249,13 +244,6 @@ def _value_chart(field: dict[str, Any], label_as: str = "Values of", counted: st
         bins, f"{label_as} {field['path']}", sorted(merged.items()), x_title=x_title, y_title="values"
     )
     return caption, chart
-
-
-def _seconds_between(first: str, second: str) -> float:
-    def parse(text: str) -> datetime.datetime:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-    return (parse(second) - parse(first)).total_seconds()
 
 
 def _collection_section(
@@ -426,7 +414,7 @@ def _guide_section(rec: dict[str, Any], access: Any, report: dict[str, Any]) -> 
         examined = read["documents_examined"]
         parts.append(
             f"<h3>Read {escape(read['query'])} on {escape(read['collection'])}</h3><p class='meta'>documents examined: "
-            f"{escape(_plain(examined['before']))} today, {escape(_plain(examined['after']))} after "
+            f"{escape(evidence_value(examined['before'], '; '))} today, {escape(evidence_value(examined['after'], '; '))} after "
             f"({escape(examined['basis'])})</p><div class='pair'>"
             f"<figure><figcaption>today</figcaption><pre>{escape(json_lines(read['before']['pipeline']))}</pre></figure>"
             f"<figure><figcaption>after</figcaption><pre>{escape(json_lines(read['after']['pipeline']))}</pre></figure></div>"
@@ -453,7 +441,8 @@ def _recommendation_section(
              f'{escape(rec["pattern"])} · {where} · {escape(rec["title"])} <span class="muted">(confidence {rec["confidence"]:.2f})</span></summary>']  # fmt: skip
     parts.append(f"<p>{escape(rec['rationale'])}</p>")
     evidence_rows = "".join(
-        f"<tr><td>{escape(str(k))}</td><td>{escape(_plain(v))}</td></tr>" for k, v in rec["evidence"].items()
+        f"<tr><td>{escape(str(k))}</td><td>{escape(evidence_value(v, '; '))}</td></tr>"
+        for k, v in rec["evidence"].items()
     )
     chart = _evidence_chart(rec, collection)
     parts.append(
@@ -518,24 +507,6 @@ def _recommendation_index(recs: list[dict[str, Any]]) -> str:
         "<th class='num'>confidence</th><th>migration</th><th>predicted</th></tr></thead><tbody>"
         + rows + "</tbody></table></div>"
     )  # fmt: skip
-
-
-def _plain(value: Any) -> str:
-    if isinstance(value, list) and value and all(isinstance(item, dict) and "shape" in item for item in value):
-        from mongopat.render.recommendations import read_line
-
-        return "; ".join(read_line(item) for item in value)
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if value is None:
-        return "-"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, default=str)
-    if isinstance(value, float):
-        return f"{value:,.4g}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return str(value)
 
 
 def render_html(report: dict[str, Any], result: dict[str, Any] | None = None, show_values: bool = False) -> str:

@@ -17,16 +17,18 @@ def _where(rec: dict[str, Any]) -> str:
     return rec["collection"] or ", ".join(rec["evidence"].get("collections", [])) or "(database)"
 
 
-def _value(value: Any) -> str:
+def evidence_value(value: Any, between_reads: str = "\n") -> str:
+    """A recommendation's evidence value for a table: yes/no, "-" for nothing, figures with separators,
+    the reads it judged one a line (``between_reads``), anything else as JSON."""
     if isinstance(value, list) and value and all(isinstance(item, dict) and "shape" in item for item in value):
-        return "\n".join(read_line(item) for item in value)
+        return between_reads.join(read_line(item) for item in value)
     if isinstance(value, bool):
         return "yes" if value else "no"
     if value is None:
         return "-"
     if isinstance(value, float):
         return f"{value:,.4g}"
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, (dict, list)):
         return json.dumps(value, default=str)
@@ -68,7 +70,7 @@ def print_recommendations(result: dict[str, Any], console: Console, verbose: boo
         evidence.add_column(style="dim")
         evidence.add_column()
         for key, value in rec["evidence"].items():
-            evidence.add_row(f"  {key}", _value(value))
+            evidence.add_row(f"  {key}", evidence_value(value))
         console.print(evidence)
         for tradeoff in rec["tradeoffs"]:
             console.print(Text(f"  trade-off: {tradeoff}", style="dim"))
@@ -147,7 +149,7 @@ def to_markdown(result: dict[str, Any]) -> str:
     for rec in recs:
         lines += ["", f"### {rec['code']} {rec['pattern']}: {_where(rec)}", "", _escape(rec["rationale"]), ""]
         lines += ["| evidence | value |", "|---|---|"]
-        lines += [f"| {key} | {_escape(_value(value))} |" for key, value in rec["evidence"].items()]
+        lines += [f"| {key} | {_escape(evidence_value(value))} |" for key, value in rec["evidence"].items()]
         if rec["tradeoffs"]:
             lines += ["", "Trade-offs:", ""] + [f"- {_escape(t)}" for t in rec["tradeoffs"]]
         predicted = prediction_lines(rec.get("prediction"))

@@ -17,6 +17,12 @@ def percent(share: float) -> str:
     return f"{pct:.0f}%"
 
 
+def instant(text: str) -> datetime.datetime:
+    """A report's ISO time (``...Z``, an offset, or none: UTC, as BSON dates are) as an aware datetime."""
+    when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
+
+
 def moment(text: Any, span_seconds: float | None = None) -> str:
     """A report's ISO time as people read it, with its zone: ``2026-09-01 14:00 UTC``; to the second where
     the period it stands in is shorter than an hour. Anything else (a position in the stream, nothing) is
@@ -24,12 +30,9 @@ def moment(text: Any, span_seconds: float | None = None) -> str:
     if not isinstance(text, str):
         return "-" if text is None else str(text)
     try:
-        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        shown = instant(text).astimezone(datetime.timezone.utc)
     except ValueError:
         return text
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    shown = when.astimezone(datetime.timezone.utc)
     form = "%Y-%m-%d %H:%M:%S" if span_seconds is not None and span_seconds < 3600 else "%Y-%m-%d %H:%M"
     return shown.strftime(form) + " UTC"
 

@@ -124,35 +124,22 @@ def decode_value(value: Any) -> Any:
             decoded = decode_wrapper(value)
             if decoded is not value:
                 return decoded
-        _decode_children(value, value.items())
+        _decode_children(value, value.items(), [-1])
         return value
     if kind is list:
-        _decode_children(value, enumerate(value))
+        _decode_children(value, enumerate(value), [-1])
     return value
-
-
-def _decode_children(container: Any, items: Any) -> None:
-    # Wrappers are checked here, before recursing, because most nested dicts in mongoexport output
-    # are wrappers ($oid, $date) and a function call per value is the main cost of decoding.
-    for key, item in items:
-        kind = type(item)
-        if kind is dict:
-            if item and next(iter(item))[:1] == "$":
-                decoded = decode_wrapper(item)
-                if decoded is not item:
-                    container[key] = decoded
-                    continue
-            _decode_children(item, item.items())
-        elif kind is list:
-            _decode_children(item, enumerate(item))
 
 
 class _AllFound(Exception):
     """Every wrapper a line can hold has been decoded: the rest of the document is plain JSON."""
 
 
-def _decode_counted(container: Any, items: Any, left: list[int]) -> None:
-    # _decode_children, counting the $-led documents met against the line's ``"$`` marks (``left``).
+def _decode_children(container: Any, items: Any, left: list[int]) -> None:
+    # Wrappers are checked here, before recursing, because most nested dicts in mongoexport output
+    # are wrappers ($oid, $date) and a function call per value is the main cost of decoding. ``left``
+    # counts down the $-led documents a line can still hold (see decode_document); from -1 it never ends
+    # the walk.
     for key, item in items:
         kind = type(item)
         if kind is dict:
@@ -164,9 +151,9 @@ def _decode_counted(container: Any, items: Any, left: list[int]) -> None:
                     if not left[0]:
                         raise _AllFound
                     continue
-            _decode_counted(item, item.items(), left)
+            _decode_children(item, item.items(), left)
         elif kind is list:
-            _decode_counted(item, enumerate(item), left)
+            _decode_children(item, enumerate(item), left)
 
 
 def decode_document(raw: bytes | str) -> dict[str, Any]:
@@ -188,7 +175,7 @@ def decode_document(raw: bytes | str) -> dict[str, Any]:
         return decode_value(document)
     if marks:
         with contextlib.suppress(_AllFound):
-            _decode_counted(document, document.items(), [marks])
+            _decode_children(document, document.items(), [marks])
     return document
 
 
