@@ -14,6 +14,7 @@ SecantusDB plans the client-side path's compare-and-swap filter (``{_id, $expr}`
 that is a document (mongopat_backup's) as collection scans: both paths are slow there, so the default
 collections are small (the bytes do not depend on the server's speed).
 
+Each step runs on a top-level field and, for the field steps and computed, on a nested one (``nested``).
 Inside the server, each step runs on ``--documents`` and on twice as many: "bytes/byte" is the larger run's
 whole traffic per byte of data, "a batch more" the traffic the second half added per byte it added, with
 ``--documents`` a multiple of ``--batch-size``: what each further batch costs (a run's fixed commands,
@@ -61,6 +62,10 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "approximation": {"field": "views", "factor": 10},
         "computed": {"field": "total2", "expression": "sum(items.price * items.qty)"},
         "document_versioning": {"history_collection": "items_history"},
+        "set_field nested": {"step": "set_field", "field": "flags.reviewed", "value": True},
+        "unset nested": {"step": "unset_field", "field": "coupon.percent"},
+        "rename nested": {"step": "rename_field", "from": "coupon.code", "to": "coupon.id"},
+        "computed nested": {"step": "computed", "field": "totals.items", "expression": "sum(items.qty)"},
     },
     "weather": {
         "set_field": {"field": "reviewed", "value": True},
@@ -71,6 +76,11 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "approximation": {"field": "elevation", "factor": 10},
         "computed": {"field": "elevationFt", "expression": "elevation * 3"},
         "document_versioning": {"history_collection": "items_history"},
+        "set_field nested": {"step": "set_field", "field": "review.by", "value": "qa"},
+        "unset nested": {"step": "unset_field", "field": "airTemperature.quality"},
+        "rename nested": {"step": "rename_field", "from": "wind.speed.rate", "to": "wind.speed.value"},
+        "computed nested": {"step": "computed", "field": "airTemperature.f",
+                            "expression": "airTemperature.value * 1.8 + 32"},
     },
 }  # fmt: skip
 
@@ -188,8 +198,9 @@ def run(uri: str, docs: list[dict[str, Any]], step: str, params: dict[str, Any],
     client = pymongo.MongoClient("127.0.0.1", proxy.port, directConnection=True, event_listeners=[commands],
                                  heartbeatFrequencyMS=3_600_000)  # fmt: skip
     folder = Path(tempfile.mkdtemp(prefix="mongopat-bench-"))
-    spec = {"step": step, "collection": "items", **params}
-    (folder / "0001_bench.yaml").write_text(render("0001_bench", step, [spec], "bench"))
+    kind = params.get("step", step)  # a label's step type: "set_field nested" is a set_field
+    spec = {"collection": "items", **params, "step": kind}
+    (folder / "0001_bench.yaml").write_text(render("0001_bench", kind, [spec], "bench"))
     client.admin.command("ping")
     before, commands.count = proxy.bytes, 0
     started = time.perf_counter()

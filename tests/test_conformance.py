@@ -14,6 +14,8 @@ from typing import Any
 import bson
 import pytest
 from bson.binary import Binary
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
 
 from tests.support.mongod import COMPENSATED_SUMS
 
@@ -140,6 +142,64 @@ def test_merge_updates_each_document_atomically(mongo):
         writer.join()
     assert acknowledged[0] > 0
     assert mongo.db.kept.find_one({"_id": 1})["n"] == acknowledged[0]
+
+
+@pytest.mark.server_only("mongomock is not thread-safe")
+def test_an_update_pipeline_updates_each_document_atomically(mongo):
+    """An update with a pipeline transforms each document as it is at that moment, atomically: an
+    increment another client makes meanwhile lands before or after it. The rewrite of a step computed
+    inside the server is such an update (``in_server_steps.py``)."""
+    mongo.db.kept.insert_one({"_id": 1, "n": 0})
+    stop, acknowledged = threading.Event(), [0]
+
+    def increment() -> None:
+        with mongo.new_client() as other:
+            while not stop.is_set():
+                acknowledged[0] += other[mongo.db_name].kept.update_one({"_id": 1}, {"$inc": {"n": 1}}).matched_count
+
+    writer = threading.Thread(target=increment)
+    writer.start()
+    try:
+        for round_number in range(150):
+            mongo.db.kept.update_many({"_id": {"$in": [1]}}, [{"$set": {"round": round_number, "copy": "$n"}}])
+    finally:
+        stop.set()
+        writer.join()
+    assert acknowledged[0] > 0
+    assert mongo.db.kept.find_one({"_id": 1})["n"] == acknowledged[0]
+
+
+@pytest.mark.diverges("secantusdb", "$eq of two equal documents holding NaN: false")
+def test_a_document_holding_nan_equals_itself(mongo):
+    """In MongoDB's comparison NaN equals NaN, inside arrays and sub-documents too: a document holding
+    one still matches a filter that compares it whole (the client side's compare-and-swap)."""
+    doc = {"_id": 1, "v": [float("nan"), 1], "w": {"x": float("nan")}}
+    mongo.db.kept.insert_one(doc)
+    assert mongo.db.kept.count_documents({"_id": 1, "$expr": {"$eq": ["$$ROOT", {"$literal": doc}]}}) == 1
+
+
+@pytest.mark.diverges("secantusdb", "$getField of a field the input lacks: the input, not missing")
+def test_get_field_of_a_missing_field_is_missing(mongo):
+    """``$getField`` of a field the document lacks is missing (``operations/server_paths.py`` reads nested
+    paths with plain field paths instead, behind ``$type`` checks)."""
+    if not mongo.real:
+        pytest.skip("mongomock has no $getField")
+    mongo.db.kept.insert_one({"_id": 1, "a": {"c": 1}})
+    found = mongo.db.kept.aggregate([{"$project": {"t": {"$type": {"$getField": {"field": "b", "input": "$a"}}}}}])
+    assert list(found) == [{"_id": 1, "t": "missing"}]
+
+
+def test_set_field_keeps_an_existing_field_in_place(mongo):
+    """``$setField`` replaces an existing field where it is and appends a new one, as a dict assignment
+    does: nested paths written inside the server keep the bytes the Python transforms write."""
+    if not mongo.real:
+        pytest.skip("mongomock has no $setField")
+    mongo.db.kept.insert_one({"_id": 1, "a": {"b": 1, "c": 2}})
+    pipeline = [{"$set": {"a": {"$setField": {"field": "d", "input": {"$setField": {"field": "b", "input": "$a",
+                                                                                  "value": 9}}, "value": 3}}}}]  # fmt: skip
+    mongo.db.kept.update_one({"_id": 1}, pipeline)
+    raw = mongo.db.kept.with_options(codec_options=CodecOptions(document_class=RawBSONDocument)).find_one()
+    assert raw.raw == bson.encode({"_id": 1, "a": {"b": 9, "c": 2, "d": 3}})
 
 
 @pytest.mark.diverges("secantusdb", "aggregate [$lookup as r, $project {v: '$r.amount'}]: v is missing, not [5, 7]")

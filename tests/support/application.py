@@ -294,23 +294,16 @@ def with_writer_thread(app: Any, action: Callable[[], Any]) -> None:
         thread.join()
 
 
-# SecantusDB runs $merge's whenMatched pipeline as a read, then a delete and an insert: a write landing in
-# between is lost (tests/test_conformance.py, test_merge_updates_each_document_atomically).
-MERGE_NOT_ATOMIC = "$merge whenMatched beside a second client's $inc: increments lost (in some runs)"
-
-
 def writer_cases(names: list[str]) -> list[Any]:
     """Each step for a test whose application writes while mongopat runs; a step the server computes
-    itself (``$merge``) also forced to the client side, so that where the test engine's ``$merge`` fails
-    the guarantee (SecantusDB: test_conformance.py) the client-side path is still checked."""
+    itself also forced to the client side, so that both paths are held to the same guarantees."""
     cases = []
     for name in names:
         spec = {"step": name, "collection": "orders", **STEPS[name]}
         if OPERATIONS[name].server_stages(build_step(spec)) is None:
             cases.append(pytest.param(name, False, id=name))
             continue
-        diverges = pytest.mark.diverges("secantusdb", MERGE_NOT_ATOMIC, sometimes=True)
-        cases.append(pytest.param(name, False, id=f"{name}-in-server", marks=diverges))
+        cases.append(pytest.param(name, False, id=f"{name}-in-server"))
         cases.append(pytest.param(name, True, id=f"{name}-client-side"))
     return cases
 

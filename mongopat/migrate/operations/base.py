@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mongopat.migrate.operations.server_paths import holds
 from mongopat.migrate.transform_api import (
     Context,
     ContextSource,
@@ -261,6 +262,12 @@ class DocumentOperation(StepOperation):
         Python transform does, so a document's bytes are the same whichever computed it."""
         return None
 
+    def server_pending(self, step: Step) -> Any:
+        """An aggregation expression true for exactly the documents :meth:`is_pending` takes, where
+        :meth:`pending` (a query) would read a nested path through arrays; None when :meth:`pending` is
+        already exact. The in-server path filters with it (``server_paths.py``)."""
+        return None
+
     def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
         """Per collection the step creates, the stages a server runs on each transformed document (as
         :meth:`server_stages` leave it) to make the side document :meth:`transform` gives, or None when
@@ -311,6 +318,10 @@ class AddsFields(DocumentOperation):
     def pending(self, step: Step) -> dict[str, Any]:
         return {self.added(step)[0]: {"$exists": False}}
 
+    def server_pending(self, step: Step) -> Any:
+        first = self.added(step)[0]
+        return {"$not": [holds(first)]} if "." in first else None
+
     def is_pending(self, doc: Document, step: Step) -> bool:
         return not has_path(doc, self.added(step)[0])
 
@@ -328,8 +339,8 @@ def top_level(*names: str) -> bool:
 
 
 def has_field(name: str) -> dict[str, Any]:
-    """An aggregation expression true when the document holds ``name`` (null included), as ``in`` is."""
-    return {"$ne": [{"$type": f"${name}"}, "missing"]}
+    """An aggregation expression true when the document holds ``name`` (null included), as ``has_path`` is."""
+    return holds(name)
 
 
 def rule_condition(rule: dict[str, Any]) -> dict[str, Any]:

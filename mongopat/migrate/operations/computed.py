@@ -8,7 +8,8 @@ from mongopat.expressions import ExpressionError, aggregation, evaluate, parse
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
-from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType, top_level
+from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType
+from mongopat.migrate.operations.server_paths import plain, set_stages
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, set_path
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class Operation(AddsFields):
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         # The rendered expression gives the BSON value evaluate() gives (tests/test_expressions.py).
         field = step.params["field"]
-        return [{"$set": {field: aggregation(parse(step.params["expression"]))}}] if top_level(field) else None
+        return set_stages(field, aggregation(parse(step.params["expression"]))) if plain(field) else None
 
     def check(self, params: dict[str, Any]) -> None:
         try:

@@ -14,9 +14,12 @@ from mongopat.migrate.operations.base import (
     StepType,
     check_rules,
     first_rule,
+    has_field,
+    rule_condition,
     rule_paths,
     top_level,
 )
+from mongopat.migrate.operations.server_paths import plain
 from mongopat.migrate.transform_api import Context, Document, Result, matches_rule
 
 
@@ -55,7 +58,7 @@ class Operation(AddsFields):
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         p = step.params
-        if not top_level(p["type_field"], *rule_paths(p)):
+        if not (top_level(p["type_field"]) and plain(*rule_paths(p))):
             return None
         # No rule matched and no default: the field is not set ($$REMOVE), as the transform leaves it.
         default = "$$REMOVE" if p["default"] is None else {"$literal": p["default"]}
@@ -85,6 +88,12 @@ class Operation(AddsFields):
                 condition[rule["when_missing"]] = {"$exists": False}
             rules.append(condition)
         return {"$and": [missing, {"$or": rules}]} if rules else {"_id": {"$exists": False}}
+
+    def server_pending(self, step: Step) -> Any:
+        p = step.params
+        if p["default"] is not None or all("." not in path for path in rule_paths(p)):
+            return None
+        return {"$and": [{"$not": [has_field(p["type_field"])]}, {"$or": [rule_condition(r) for r in p["rules"]]}]}
 
     def is_pending(self, doc: Document, step: Step) -> bool:
         if step.params["type_field"] in doc:

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage, rename_in_match
 from mongopat.guide.writes import WritePlan, changed, command
-from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType, top_level
+from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
+from mongopat.migrate.operations.server_paths import holds, move_stages, plain
 from mongopat.migrate.transform_api import (
     Context,
     Document,
@@ -93,9 +94,13 @@ class Operation(DocumentOperation):
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         # As set_path after pop_path: an existing new name keeps its place, a new one goes last.
         old, new = step.params["from"], step.params["to"]
-        if not top_level(old, new) or old == new:
+        if not plain(old, new) or old == new:
             return None
-        return [{"$set": {new: f"${old}"}}, {"$unset": old}]
+        return move_stages(old, new)
+
+    def server_pending(self, step: Step) -> Any:
+        old = step.params["from"]
+        return holds(old) if "." in old else None
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

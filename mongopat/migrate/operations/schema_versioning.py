@@ -17,6 +17,7 @@ from mongopat.migrate.operations.base import (
     rule_paths,
     top_level,
 )
+from mongopat.migrate.operations.server_paths import plain
 from mongopat.migrate.transform_api import Context, Document, Result, matches_rule
 
 
@@ -60,7 +61,7 @@ class Operation(AddsFields):
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         p = step.params
-        if not top_level(p["field"], *rule_paths(p)):
+        if not (top_level(p["field"]) and plain(*rule_paths(p))):
             return None
         return [{"$set": {p["field"]: first_rule(p["rules"], "version", {"$literal": p["default_version"]})}}]
 

@@ -13,8 +13,8 @@ from mongopat.migrate.operations.base import (
     Step,
     StepType,
     restore_field,
-    top_level,
 )
+from mongopat.migrate.operations.server_paths import holds, plain, set_stages, value_at
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, has_path, set_path
 
 if TYPE_CHECKING:
@@ -50,7 +50,16 @@ class Operation(DocumentOperation):
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         # Only pending documents are given: those without the field, or (without only_missing) another value.
         field = step.params["field"]
-        return [{"$set": {field: {"$literal": step.params["value"]}}}] if top_level(field) else None
+        return set_stages(field, {"$literal": step.params["value"]}) if plain(field) else None
+
+    def server_pending(self, step: Step) -> Any:
+        field = step.params["field"]
+        if "." not in field:
+            return None
+        missing = {"$not": [holds(field)]}
+        if step.params["only_missing"]:
+            return missing
+        return {"$or": [missing, {"$ne": [value_at(field), {"$literal": step.params["value"]}]}]}
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
-from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType, top_level
+from mongopat.migrate.operations.base import STR, DocumentOperation, Param, Step, StepType
+from mongopat.migrate.operations.server_paths import holds, plain, unset_stages
 from mongopat.migrate.transform_api import (
     Context,
     Document,
@@ -47,7 +48,11 @@ class Operation(DocumentOperation):
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         field = step.params["field"]
-        return [{"$unset": field}] if top_level(field) else None
+        return unset_stages(field) if plain(field) else None
+
+    def server_pending(self, step: Step) -> Any:
+        field = step.params["field"]
+        return holds(field) if "." in field else None
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

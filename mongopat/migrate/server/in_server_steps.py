@@ -1,26 +1,32 @@
 """Document steps a server computes itself, for steps whose transform is aggregation stages
 (``server_stages``): no document travels between the server and mongopat.
 
-Each batch is an ``_id`` range holding ``batch_size`` pending documents, taken by two aggregations:
+Each batch is an ``_id`` range holding ``batch_size`` pending documents, taken in four commands:
 
 1. **backup**: the range's pending documents, each with what the step's stages make of it, merged into
-   ``mongopat_backup`` as ``{_id: backup id, original, after, run}`` (``run`` names the batch);
-2. **rewrite**: the batch's backups merged back into the collection, each replacing its document only
-   while the document is still the original: ``$merge``'s ``whenMatched`` pipeline compares them inside
-   the server, atomically per document. A document the application changed in between is left as the
-   application wrote it, still pending: a catch-up pass takes it again from a new backup. One it deleted
-   stays deleted (``whenNotMatched: discard``).
+   ``mongopat_backup`` as ``{_id: backup id, original, after, run}`` (``run`` names the batch); the side
+   documents of a step that makes them are merged from these backups next;
+2. **ids**: the ``_id``s of this batch's backups (a few bytes a document);
+3. **rewrite**: ``update`` with the same stages as a pipeline, on those ``_id``s still pending. Each
+   document's update is atomic, on MongoDB as on the test server: it transforms the document as it is at
+   that moment, so an application's write landing between the backup and the rewrite is transformed with
+   the rest, never overwritten. A document inserted into the range meanwhile has no backup and is not
+   rewritten (the catch-up takes it); one deleted stays deleted;
+4. **check**: backups whose document is not what ``up`` made of the original they keep (changed between
+   backup and rewrite, or since) are marked ``raced``: ``down`` gives those the step's inverse, never the
+   original. A document rewritten from the application's version keeps the side documents of the version
+   backed up; and one whose change the step's own transform erases (``unset`` of the very field it wrote)
+   cannot be told from one left alone, so ``down`` gives it the original kept.
 
-A document inserted into a range between the two has no backup of this run, so it is not rewritten
-either. ``down`` restores a document still equal to ``after`` byte for byte and gives one the application
+``down`` restores a document still equal to ``after`` byte for byte and gives one the application
 changed since the step's inverse (``document_steps.py``). Checkpoints are the ranges' last ``_id``s: a crash
 anywhere replays at most one range, whose backups are taken again from the documents still pending.
 
-Operators: ``$merge`` with a ``whenMatched`` pipeline and ``$$new``, ``$set``, ``$unset`` and
-``$replaceWith`` stages (MongoDB 4.2), the steps' ``$isNumber`` (4.4), ``$type``, ``$switch``, ``$cond``,
-``$let`` and ``$$REMOVE``: all in MongoDB 5.0. A collection is taken on the client side instead when it is
-sharded (``$merge`` into it would need its shard key in ``on``) or holds ``_id``s of several BSON types (a
-range stays within one).
+Operators: update pipelines with ``$set``, ``$unset`` and ``$replaceWith`` (MongoDB 4.2), ``$merge`` into
+mongopat's own collections (4.2), ``$setField`` for nested paths (5.0, ``operations/server_paths.py``), the
+steps' ``$isNumber`` (4.4), ``$type``, ``$switch``, ``$cond``, ``$let``, ``$lookup`` and ``$$REMOVE``: all
+in MongoDB 5.0. A collection is taken on the client side instead when it holds ``_id``s of several BSON
+types (a range stays within one), or is sharded and the step writes its shard key.
 """
 
 from __future__ import annotations
@@ -69,11 +75,8 @@ class InServerSteps:
         if state.get("has_last") or state.get("ranges"):
             return "resumed from a run that began on the client side"
         name = step.collection
-        try:
-            if self.db.command("collStats", name).get("sharded"):
-                return "the collection is sharded"
-        except OperationFailure:
-            pass  # no such collection yet: nothing to shard
+        if (why := self._shard_key_because(step)) is not None:
+            return why
         ends = [
             found[0]["_id"]
             for direction in (ASCENDING, DESCENDING)
@@ -82,6 +85,27 @@ class InServerSteps:
         if len({_bracket(value) for value in ends}) > 1:
             return "its _ids are of several BSON types"
         return None
+
+    def _shard_key_because(self, step: Step) -> str | None:
+        """Why a sharded collection stays on the client side: the step writes its shard key (or the key
+        cannot be read). The rewrite is an update of the collection's own documents, which a sharded
+        collection takes on every shard at once; the backups' ``$merge`` goes into mongopat's own
+        unsharded collection, so neither needs the shard key in ``on``."""
+        try:
+            if not self.db.command("collStats", step.collection).get("sharded"):
+                return None
+        except OperationFailure:
+            return None  # no such collection yet: nothing to shard
+        try:
+            found = self.db.client["config"]["collections"].find_one({"_id": f"{self.db.name}.{step.collection}"})
+        except OperationFailure:
+            found = None
+        key = list((found or {}).get("key") or {})
+        if not key:
+            return "the collection is sharded and its shard key could not be read"
+        written = OPERATIONS[step.name].written_fields(step)
+        touched = [k for k in key if any(w == k or w.startswith(k + ".") or k.startswith(w + ".") for w in written)]
+        return f"the step writes {', '.join(touched)}, part of the shard key" if touched else None
 
     # -- the run -----------------------------------------------------------------------------------
 
@@ -101,7 +125,7 @@ class InServerSteps:
         """Passes over the documents still pending (changed by the application between a backup and its
         rewrite, or written in the old shape since), as the client-side runner's catch-up passes; returns
         the documents migrated."""
-        where = OPERATIONS[step.name].pending(step)
+        where = server_pending(step)
         collection = self.db[step.collection]
         ceiling = collection.estimated_document_count() // self.options.batch_size + 2
         migrated = 0
@@ -172,7 +196,8 @@ class InServerSteps:
         documents rewritten), or None when none is left after ``last``."""
         name, collection = step.collection, self.db[step.collection]
         operation = OPERATIONS[step.name]
-        where = operation.pending(step)
+        stages = operation.server_stages(step) or []
+        where = server_pending(step)
         after = {"_id": {"$gt": last}} if has_last else {}
         query = {"$and": [after, where]} if after else where
         found, high = self._range_end(collection, query)
@@ -185,7 +210,7 @@ class InServerSteps:
             [
                 {"$match": {"$and": [span, where]}},
                 {"$set": {ORIGINAL: "$$ROOT"}},
-                *(operation.server_stages(step) or []),
+                *stages,
                 {"$replaceWith": {"original": f"${ORIGINAL}", "after": "$$ROOT"}},
                 {"$project": {f"after.{ORIGINAL}": 0}},
                 {
@@ -203,43 +228,55 @@ class InServerSteps:
         lower = {**key, "id": last} if has_last else {**key, "id": MinKey()}
         mine = {"_id": {"$gt" if has_last else "$gte": lower, "$lte": {**key, "id": high}}, "run": run}
         side = operation.server_side_documents(step) or {}
-        for collection_name, stages in side.items():
+        for collection_name, side_stages in side.items():
             # Before the rewrite, as the client side writes them: a crash after it leaves none missing.
-            self.db[BACKUP].aggregate(
-                [
-                    {"$match": mine},
-                    {"$replaceWith": "$after"},
-                    *stages,
-                    {"$merge": {"into": collection_name, "on": "_id", "whenMatched": "replace",
-                                "whenNotMatched": "insert"}},
-                ]
-            )  # fmt: skip
-        still_original = {"$eq": ["$$ROOT", "$$new.original"]}  # every field, in order (MongoDB's comparison)
+            self._side_documents(BACKUP, [{"$match": mine}, {"$replaceWith": "$after"}], side_stages, collection_name)
+        # Only documents with a backup are rewritten: one inserted into the range since has none, and
+        # stays pending for the catch-up.
+        ids = self.db[BACKUP].aggregate([{"$match": mine}, {"$project": {"_id": 0, "i": "$_id.id"}}])
+        backed = [d["i"] for d in ids]
+        rewritten = collection.update_many({"$and": [{"_id": {"$in": backed}}, where]}, stages).matched_count
+        raced = self._mark_raced(name, mine)
+        gone = self._side_documents_of_deleted(step, name, mine, side) if side else 0
+        if gone:
+            count(stats, "deleted_meanwhile", gone)
+        count(stats, "transformed", rewritten)
+        if raced:
+            count(stats, "conflicts", raced)
+        return high, len(backed), rewritten
+
+    def _side_documents(
+        self, source: str, pipeline: list[dict[str, Any]], stages: list[dict[str, Any]], into: str
+    ) -> None:
+        self.db[source].aggregate(
+            [*pipeline, *stages, {"$merge": {"into": into, "on": "_id", "whenMatched": "replace",
+                                             "whenNotMatched": "insert"}}]
+        )  # fmt: skip
+
+    def _mark_raced(self, name: str, mine: dict[str, Any]) -> int:
+        """Mark this batch's backups whose document is not what ``up`` made of the original kept: the
+        application changed it between the backup and the rewrite (which then rewrote the application's
+        version), or since, or deleted it. ``down`` gives those the step's inverse, never the original
+        (``document_versions.left_alone``). Returns how many were marked."""
         self.db[BACKUP].aggregate(
             [
                 {"$match": mine},
-                {"$replaceWith": {"_id": "$_id.id", "original": "$original", "after": "$after"}},
-                {
-                    "$merge": {
-                        "into": name,
-                        "on": "_id",
-                        "whenMatched": [{"$replaceWith": {"$cond": [still_original, "$$new.after", "$$ROOT"]}}],
-                        "whenNotMatched": "discard",
-                    }
-                },
+                {"$lookup": {"from": name, "localField": "_id.id", "foreignField": "_id", "as": "now"}},
+                {"$match": {"$expr": {"$ne": [{"$arrayElemAt": ["$now", 0]}, "$after"]}}},
+                {"$project": {"_id": 1, "raced": {"$literal": True}}},
+                # mongopat_backup is mongopat's alone: nothing else writes it meanwhile.
+                {"$merge": {"into": BACKUP, "on": "_id", "whenMatched": "merge", "whenNotMatched": "discard"}},
             ]
         )
-        backed = self.db[BACKUP].count_documents(mine)
-        # Those still pending lost a race with the application (or were inserted into the range meanwhile).
-        left = collection.count_documents({"$and": [span, where]})
-        gone = self._side_documents_of_deleted(step, name, mine, side) if side else 0
-        written = max(0, backed - left - gone)
-        if gone:
-            count(stats, "deleted_meanwhile", gone)
-        count(stats, "transformed", written)
-        if backed > written:
-            count(stats, "conflicts", backed - written)
-        return high, backed, written
+        return self.db[BACKUP].count_documents({**mine, "raced": True})
+
+
+def server_pending(step: Step) -> dict[str, Any]:
+    """The filter of the documents the in-server path takes: the step's own, or the exact expression it
+    gives where its filter would read a nested path through arrays."""
+    operation = OPERATIONS[step.name]
+    exact = operation.server_pending(step)
+    return operation.pending(step) if exact is None else {"$expr": exact}
 
 
 def _bracket(value: Any) -> str:
