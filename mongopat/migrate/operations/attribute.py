@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import is_param, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
-from mongopat.migrate.operations.base import DICT, LIST, STR, DocumentOperation, Param, Step, StepType
+from mongopat.migrate.operations.base import (
+    DICT,
+    LIST,
+    STR,
+    DocumentOperation,
+    Param,
+    Step,
+    StepType,
+    has_field,
+    top_level,
+)
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document
 
 if TYPE_CHECKING:
@@ -136,6 +146,18 @@ class Operation(DocumentOperation):
         existing = doc.get(step.params["into"])
         doc[step.params["into"]] = (existing if isinstance(existing, list) else []) + pairs
         return Result(doc)
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        """The pairs of the fields present, in the order listed, after the array's own elements (an
+        ``into`` that is not an array is replaced), then the fields removed: ``into`` keeps its place, or
+        goes last, as in the transform."""
+        fields, into = list(step.params["fields"]), step.params["into"]
+        if not top_level(into, *fields) or into in fields or len(set(fields)) != len(fields):
+            return None
+        pairs = [{"$cond": [has_field(name), {"k": {"$literal": name}, "v": f"${name}"}, None]} for name in fields]
+        kept = {"$cond": [{"$isArray": f"${into}"}, f"${into}", []]}
+        present = {"$filter": {"input": pairs, "cond": {"$ne": ["$$this", None]}}}
+        return [{"$set": {into: {"$concatArrays": [kept, present]}}}, {"$unset": fields}]
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
-from mongopat.migrate.operations.base import DICT, STR, DocumentOperation, Param, Step, StepError, StepType
+from mongopat.migrate.operations.base import DICT, STR, DocumentOperation, Param, Step, StepError, StepType, top_level
+from mongopat.migrate.operations.server_paths import plain, set_stages, value_at
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, set_path
 
 if TYPE_CHECKING:
@@ -100,6 +101,21 @@ class Operation(DocumentOperation):
             raise StepError("map_to_array: key_in_value goes with layout 'merge'")
         if params["layout"] == "pair" and params["key_field"] == params["value_field"]:
             raise StepError("map_to_array: key_field and value_field must differ")
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        """Layout ``pair`` only: ``merge`` refuses values that are not documents, or hold the key field,
+        with an error a server cannot raise (MongoDB 5.0 has no such operator), so it stays in Python."""
+        p = step.params
+        keys = (p["key_field"], p["value_field"])
+        if p["layout"] != "pair" or not plain(p["field"]) or not all(top_level(name) for name in keys):
+            return None
+        pairs = {"$map": {"input": {"$objectToArray": value_at(p["field"])},
+                          "in": {keys[0]: "$$this.k", keys[1]: "$$this.v"}}}  # fmt: skip
+        return set_stages(p["field"], pairs)
+
+    def server_pending(self, step: Step) -> Any:
+        field = step.params["field"]
+        return {"$eq": [{"$type": value_at(field)}, "object"]} if "." in field else None
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params
