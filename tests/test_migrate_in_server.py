@@ -17,7 +17,9 @@ from bson.raw_bson import RawBSONDocument
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
+from mongopat.migrate.server.in_server_steps import InServerSteps
 from mongopat.migrate.server.runner import Runner
+from mongopat.migrate.steps import build_step
 from tests.support.application import BackupCollection
 
 STEPS: dict[str, dict[str, Any]] = {
@@ -393,3 +395,39 @@ def test_the_embedded_engine_takes_every_step_on_the_client_side(mongo, tmp_path
     else:
         assert state["in_server"] is False and state["client_side"] == "the embedded engine runs no $merge"
     assert not db.items.count_documents({"legacy": {"$exists": True}})
+
+
+class ShardedDatabase:
+    """What mongos answers about one sharded collection: collStats says sharded, config.collections
+    holds its key (or nothing, as when the user may not read config)."""
+
+    name = "shop"
+
+    def __init__(self, key: dict[str, Any] | None, sharded: bool = True) -> None:
+        entry = None if key is None else {"_id": "shop.items", "key": key}
+        self.sharded = sharded
+        self.client = {"config": {"collections": type("Found", (), {"find_one": lambda _self, _q: entry})()}}
+
+    def command(self, _name: str, _collection: str) -> dict[str, Any]:
+        return {"sharded": self.sharded}
+
+
+@pytest.mark.parametrize(
+    ("spec", "key", "sharded", "why"),
+    [
+        ({"step": "set_field", "field": "flag", "value": 1}, {"customerId": 1}, True, None),
+        ({"step": "computed", "field": "t", "expression": "price * qty"}, {"customerId": 1, "_id": 1}, True, None),
+        ({"step": "rename_field", "from": "customerId", "to": "cid"}, {"customerId": 1}, True, "customerId"),
+        ({"step": "set_field", "field": "region.code", "value": 1}, {"region": 1}, True, "region"),
+        ({"step": "unset_field", "field": "shard"}, {"shard.zone": "hashed"}, True, "shard.zone"),
+        ({"step": "set_field", "field": "flag", "value": 1}, None, True, "could not be read"),
+        ({"step": "rename_field", "from": "customerId", "to": "cid"}, {"customerId": 1}, False, None),
+    ],
+)
+def test_a_sharded_collection_stays_in_the_server_unless_the_step_writes_its_shard_key(spec, key, sharded, why):
+    """The rewrite updates the collection's own documents (every shard takes its part) and the backups go
+    into mongopat's unsharded collection: only a step that writes the shard key goes to the client side."""
+    steps = InServerSteps()
+    steps.db = ShardedDatabase(key, sharded)
+    found = steps._shard_key_because(build_step({"collection": "items", **spec}))
+    assert found is None if why is None else why in found
