@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mongopat.check.findings import Finding
     from mongopat.draft.build import Draft
     from mongopat.draft.server import SourceStatus
+    from mongopat.migrate.contracts import AppliedResult, StatusRow
     from mongopat.migrate.runner import RunnerBase, RunOptions
     from mongopat.sources import Source
 
@@ -395,14 +396,14 @@ def _migrations(spec: SourceSpec, folder: str, action: str, *args: Any, options:
         return getattr(api, action)(source.writable_db(), migrations, *args, **values)
 
 
-def migrate_status(spec: SourceSpec, folder: str) -> list[dict[str, Any]]:
+def migrate_status(spec: SourceSpec, folder: str) -> list[StatusRow]:
     """Every migration with its state: applied, pending, running, failed, edited, missing-file."""
     return _migrations(spec, folder, "status")
 
 
 def migrate_up(
     spec: SourceSpec, folder: str, to: str | None = None, options: RunOptions | None = None
-) -> list[dict[str, Any]]:
+) -> list[AppliedResult]:
     """Apply pending migrations in order (resuming a failed or interrupted one); ``options.dry_run`` writes nothing."""
     return _migrations(spec, folder, "up", to, options=options)
 

@@ -8,10 +8,11 @@ import os
 import socket
 import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from mongopat import __version__
 from mongopat.errors import OperationFailed
+from mongopat.migrate.contracts import ChangelogEntry, StepState
 
 CHANGELOG = "mongopat_changelog"
 LOCK = "mongopat_lock"
@@ -141,7 +142,7 @@ class Lock(LeaseLock):
         return self.collection.delete_one(found).deleted_count == 1
 
 
-def new_entry(migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+def new_entry(migration_id: str, checksum: str, description: str, steps: list[StepState]) -> ChangelogEntry:
     """A migration's changelog record as it starts (every backend stores the same fields)."""
     return {
         "_id": migration_id,
@@ -166,13 +167,13 @@ class Changelog:
     def __init__(self, db: Any) -> None:
         self.collection = db[CHANGELOG]
 
-    def all(self) -> dict[str, dict[str, Any]]:
-        return {entry["_id"]: entry for entry in self.collection.find()}
+    def all(self) -> dict[str, ChangelogEntry]:
+        return {entry["_id"]: cast(ChangelogEntry, entry) for entry in self.collection.find()}
 
-    def get(self, migration_id: str) -> dict[str, Any] | None:
-        return self.collection.find_one({"_id": migration_id})
+    def get(self, migration_id: str) -> ChangelogEntry | None:
+        return cast("ChangelogEntry | None", self.collection.find_one({"_id": migration_id}))
 
-    def start(self, migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    def start(self, migration_id: str, checksum: str, description: str, steps: list[StepState]) -> ChangelogEntry:
         entry = self.get(migration_id)
         if entry is None or entry.get("state") == "rolled_back":
             entry = new_entry(migration_id, checksum, description, steps)

@@ -109,7 +109,7 @@ def _estimate(figure: float, factor: float) -> float:
 
 
 def _differences(reference: dict[str, dict[Any, bytes]], now: dict[str, dict[Any, bytes]]) -> list[dict]:
-    found = []
+    found: list[dict[str, Any]] = []
     for name in sorted(set(reference) | set(now)):
         if name not in now:
             found.append({"collection": name, "kind": "collection missing after down"})

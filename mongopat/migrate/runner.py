@@ -11,12 +11,22 @@ so runs on a dump folder start quickly.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import LockLost, utcnow
+from mongopat.migrate.contracts import (
+    AppliedResult,
+    ChangelogEntry,
+    ChangelogStore,
+    MigrationLock,
+    StatusRow,
+    StepKind,
+    StepRun,
+    StepState,
+)
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.predictions import Difference, Figures, differences
@@ -68,7 +78,7 @@ class RunOptions:
     retry_base: float = 0.2
 
 
-def refuse_edited(rows: list[dict[str, Any]]) -> None:
+def refuse_edited(rows: list[StatusRow]) -> None:
     """``up`` runs no migration while one that changed something has its file edited since (the status
     rows' ``edited``): the one check, for the engine and for the command line that asks first."""
     edited = [row["id"] for row in rows if row["edited"]]
@@ -79,7 +89,7 @@ def refuse_edited(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def _never_wrote(entry: dict[str, Any]) -> bool:
+def _never_wrote(entry: ChangelogEntry) -> bool:
     """A migration that failed cleanly before any step changed anything: no step applied, written to,
     checkpointed, begun a phase or recorded what it did. Its file may be fixed and run again."""
     return entry.get("state") == "failed" and all(
@@ -92,12 +102,12 @@ def _never_wrote(entry: dict[str, Any]) -> bool:
     )
 
 
-def _untouched(entry: dict[str, Any]) -> bool:
+def _untouched(entry: ChangelogEntry) -> bool:
     """No step of the changelog entry has begun: the collections are as they were before the migration."""
     return all(step.get("state") == "pending" for step in entry.get("steps") or [])
 
 
-def initial_steps(migration: Migration) -> list[dict[str, Any]]:
+def initial_steps(migration: Migration) -> list[StepState]:
     """The changelog's progress record of every step before it runs (every backend uses the same keys)."""
     return [
         {"index": i, "step": s.name, "collection": s.collection, "state": "pending", "phase": None, "last_id": None,
@@ -110,17 +120,17 @@ class KindRunner:
     """How one backend runs one kind of step: its ``up``, ``down``, ``verify``, the count of documents still
     in the old shape, and its part of a dry run. ``state`` is the step's changelog record."""
 
-    def run(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome | None:
+    def run(self, run: StepRun) -> StepOutcome | None:
         raise NotImplementedError
 
-    def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
+    def revert(self, run: StepRun) -> None:
         raise NotImplementedError
 
-    def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
+    def verify(self, run: StepRun) -> list[str]:
         """Problems with what the applied step left."""
         return []
 
-    def old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
+    def old_shape(self, run: StepRun) -> int | None:
         """Documents the step would still migrate, or None for a kind without any (collection steps)."""
         return None
 
@@ -128,7 +138,7 @@ class KindRunner:
         """The context a dry run's examples are transformed with, or None for a kind without examples."""
         return None
 
-    def would(self, migration_id: str, index: int, step: Step) -> list[str] | None:
+    def would(self, run: StepRun) -> list[str] | None:
         """What a dry run says the step would do, for a kind without examples; None otherwise."""
         return None
 
@@ -137,12 +147,12 @@ class RunnerBase:
     """What every backend's runner shares: the migrations, the changelog, status and the pending list."""
 
     migrations: list[Migration]
-    changelog: Any
-    lock: Any
+    changelog: ChangelogStore
+    lock: MigrationLock
     options: RunOptions
-    kinds: dict[str, KindRunner]  # document, regroup, collection: set by each backend
+    kinds: Mapping[str, StepKind]  # document, regroup, collection: set by each backend
 
-    def kind(self, step: Step) -> KindRunner:
+    def kind(self, step: Step) -> StepKind:
         return self.kinds[step.type.kind]
 
     # -- status ----------------------------------------------------------------------------------
@@ -152,10 +162,10 @@ class RunnerBase:
         override it (nothing writes a dump folder behind mongopat's back)."""
         return {}
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self) -> list[StatusRow]:
         entries = self.changelog.all()
         pending_documents = self.pending_documents()
-        rows = []
+        rows: list[StatusRow] = []
         for migration in self.migrations:
             entry = entries.pop(migration.id, None)
             state = entry["state"] if entry else "pending"
@@ -201,10 +211,10 @@ class RunnerBase:
 
     # -- stamp -----------------------------------------------------------------------------------
 
-    def count_old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
+    def count_old_shape(self, run: StepRun) -> int | None:
         """Documents step ``index`` would still migrate (its pending filter), or None for a step that has
         none (indexes, collection operations)."""
-        return self.kind(step).old_shape(migration_id, index, step)
+        return self.kind(run.step).old_shape(run)
 
     def forget(self, migration_id: str) -> int:
         """Drop a migration's changelog record and what mongopat kept for its ``down`` (backups, kept
@@ -225,7 +235,7 @@ class RunnerBase:
             checks = []
             for migration in chosen:
                 for index, step in enumerate(migration.steps):
-                    left = self.count_old_shape(migration.id, index, step)
+                    left = self.count_old_shape(StepRun(migration.id, index, step))
                     checks.append({"id": migration.id, "step": index + 1, "type": step.name,
                                    "collection": step.collection, "old_shape": left})  # fmt: skip
             blocking = [c for c in checks if c["old_shape"]]
@@ -352,7 +362,7 @@ class RunnerBase:
         found = []
         for index, step in enumerate(migration.steps):
             state = steps[index] if index < len(steps) else {}
-            problems = self.kind(step).verify(migration.id, index, step, state)
+            problems = self.kind(step).verify(StepRun(migration.id, index, step, state))
             if problems:
                 found.append((index, problems))
         return found
@@ -397,7 +407,7 @@ class RunnerBase:
                 break
         return chosen
 
-    def up(self, to: str | None = None) -> list[dict[str, Any]]:
+    def up(self, to: str | None = None) -> list[AppliedResult]:
         """Apply the pending migrations up to ``to`` in order, resuming an interrupted one, then migrate the
         documents written in the old shape since earlier ones were applied."""
         self._refuse_edited()
@@ -413,7 +423,7 @@ class RunnerBase:
         finally:
             self.lock.release()
 
-    def _apply(self, migration: Migration) -> dict[str, Any]:
+    def _apply(self, migration: Migration) -> AppliedResult:
         """Run a migration's steps not yet applied, each recorded in the changelog, then verify it."""
         self._refuse_unsupported(migration)
         started = time.monotonic()
@@ -430,7 +440,7 @@ class RunnerBase:
                 if self.step_state(migration.id, index)["state"] == "applied":
                     continue
                 self.changelog.step(migration.id, index, state="running")
-                outcome = self._run_step_retrying(migration.id, index, step)
+                outcome = self._run_step_retrying(StepRun(migration.id, index, step))
                 figures = {} if outcome is None else {"stats": outcome.stats}
                 self.changelog.step(migration.id, index, state="applied", **figures)
             found = self.verify_steps(migration)
@@ -471,7 +481,7 @@ class RunnerBase:
             "notes": self._run_notes(final),
         }
 
-    def step_state(self, migration_id: str, index: int) -> dict[str, Any]:
+    def step_state(self, migration_id: str, index: int) -> StepState:
         entry = self.changelog.get(migration_id) or {}
         if len(entry.get("steps") or []) <= index:
             # Written before the run's first batch: a backend that lost it lost acknowledged writes.
@@ -482,9 +492,9 @@ class RunnerBase:
             )
         return entry["steps"][index]
 
-    def _run_step_retrying(self, migration_id: str, index: int, step: Step) -> StepOutcome | None:
+    def _run_step_retrying(self, run: StepRun) -> StepOutcome | None:
         """Run one step from its recorded state; backends that meet transient faults retry here."""
-        return self._run_step(migration_id, index, step, self.step_state(migration_id, index))
+        return self._run_step(run.with_state(self.step_state(run.migration_id, run.index)))
 
     # Backend hooks of ``up``.
     db: Any = None  # what a Python migration's up(db) and down(db) are given
@@ -495,10 +505,10 @@ class RunnerBase:
     def _refuse_unsupported(self, migration: Migration) -> None:
         """Raise InputError for a migration this backend cannot run (before anything is recorded)."""
 
-    def _run_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome | None:
-        return self.kind(step).run(migration_id, index, step, state)
+    def _run_step(self, run: StepRun) -> StepOutcome | None:
+        return self.kind(run.step).run(run)
 
-    def _dry_run(self, migration: Migration) -> dict[str, Any]:
+    def _dry_run(self, migration: Migration) -> AppliedResult:
         from mongopat.migrate.preview import dry_run_examples
 
         rows = []
@@ -508,7 +518,7 @@ class RunnerBase:
             context = kind.sample_context(step, samples) if samples else None
             row = {"step": step.name, "collection": step.collection, "documents": self._count(step.collection),
                    "examples": dry_run_examples(step, samples, context)}  # fmt: skip
-            would = kind.would(migration.id, index, step)
+            would = kind.would(StepRun(migration.id, index, step))
             if would is not None:
                 row.update(examples=[], would=would)
             rows.append(row)
@@ -521,12 +531,12 @@ class RunnerBase:
     def _count(self, collection: str) -> int:
         raise NotImplementedError
 
-    def _catch_up_applied(self, to: str | None, just_applied: set[str]) -> list[dict[str, Any]]:
+    def _catch_up_applied(self, to: str | None, just_applied: set[str]) -> list[AppliedResult]:
         """Documents written in the old shape since their migration was applied; nothing writes a dump
         folder behind mongopat's back, so by default there are none."""
         return []
 
-    def _run_notes(self, entry: dict[str, Any]) -> list[str]:
+    def _run_notes(self, entry: ChangelogEntry) -> list[str]:
         """What a migration's result says besides its figures (``entry``: its changelog record)."""
         return []
 
@@ -567,7 +577,7 @@ class RunnerBase:
                     if state.get("state") == "pending" and not state.get("phase"):
                         continue
                     try:
-                        self._revert_step(migration.id, index, migration.steps[index], state)
+                        self._revert_step(StepRun(migration.id, index, migration.steps[index], state))
                     except LockLost:
                         raise  # the changelog belongs to the run that took the lock over
                     except OperationFailed as exc:
@@ -593,5 +603,5 @@ class RunnerBase:
     def _before_revert(self, migration: Migration) -> None:
         """Backend hook, before a migration's steps are reverted."""
 
-    def _revert_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        self.kind(step).revert(migration_id, index, step, state)
+    def _revert_step(self, run: StepRun) -> None:
+        self.kind(run.step).revert(run)

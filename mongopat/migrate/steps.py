@@ -31,7 +31,7 @@ def build_step(data: dict[str, Any], default_collection: str | None = None) -> S
         raise StepError("a step is a mapping with a 'step' key")
     name = data.get("step")
     step_type = STEP_TYPES.get(name) if isinstance(name, str) else None
-    if step_type is None:
+    if step_type is None or not isinstance(name, str):
         import difflib
 
         close = difflib.get_close_matches(str(name), STEP_TYPES, n=1)

@@ -7,7 +7,10 @@ console for the rest). Printers that only say lines keep scripted runs free of r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mongopat.migrate.contracts import AppliedResult, StatusRow
 
 
 def print_plan(result: dict[str, Any], out: Any) -> None:
@@ -28,7 +31,7 @@ def print_plan(result: dict[str, Any], out: Any) -> None:
     out.print(guide, markup=False, soft_wrap=True)
 
 
-def print_status(rows: list[dict[str, Any]], out: Any) -> None:
+def print_status(rows: list[StatusRow], out: Any) -> None:
     from rich.table import Table
 
     table = Table(header_style="bold")
@@ -65,7 +68,7 @@ def _when(value: Any) -> str:
     return ""
 
 
-def print_up(results: list[dict[str, Any]], out: Any) -> None:
+def print_up(results: list[AppliedResult], out: Any) -> None:
     """What ``up`` did (or would do, on a dry run)."""
     from bson import json_util as bson_json
 

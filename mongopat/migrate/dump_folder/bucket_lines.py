@@ -38,7 +38,7 @@ from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.dump_folder.file_parts import Part, plan_parts, run_parallel, start_without_ctrl_c
 from mongopat.migrate.operations.bucket import BucketFill, measured
 from mongopat.migrate.transform_api import set_path
-from mongopat.sources.dump import _json_records, _open, json_problem, partition_file
+from mongopat.sources.dump import FilePart, _json_records, _open, json_problem, partition_file
 from mongopat.sources.extjson import ExtendedJSONError, decode_value, decode_wrapper, to_extended
 
 CHUNK_LINES = 1000
@@ -105,7 +105,7 @@ class _NotPlain(ValueError):
     """This chunk needs the careful, line-by-line path."""
 
 
-class _Memo(dict):  # type: ignore[type-arg]
+class _Memo(dict):
     """Values of ``compute`` by key, computed on first use; forgets everything past 100,000 entries, so
     memory stays bounded however many distinct keys a file has."""
 
@@ -261,6 +261,7 @@ def _group(series: Any, start: float, readings: list[dict[str, Any]], spec: Buck
     high: list[Any] = []
     skip = {name: frozenset(values) for name, values in spec.sentinels}
     for name in spec.measurements:
+        numbers: list[Any]
         if "." in name or name in skip:
             numbers = [v for r in readings if (v := measured(r, name, skip)) is not None]
         else:
@@ -558,8 +559,9 @@ class Tally:
 def tally_buckets(path: Path, workers: int = 1) -> Tally:
     """Count the documents of a mongoexport file and add up ``count`` over its bucket documents (those
     with a ``readings`` array), reading ranges of the file on ``workers`` processes."""
-    parts = partition_file(path, workers, MIN_PARALLEL_BYTES) or [None]
-    tallies = run_parallel([lambda part=part: _tally(_json_records(path, part)) for part in parts])
+    found = partition_file(path, workers, MIN_PARALLEL_BYTES)
+    parts: list[FilePart | None] = list(found) if found else [None]
+    tallies = run_parallel([lambda part=part: _tally(_json_records(path, part)) for part in parts])  # type: ignore[misc]
     return Tally(*(sum(t[i] for t in map(astuple, tallies)) for i in range(4)))
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.dump_folder.bucket_lines import CLOSE_EVERY_LINES, BucketSpec, Tally, bucket_file, tally_buckets
 from mongopat.migrate.dump_folder.file_parts import run_parallel
 from mongopat.migrate.dump_folder.files import DocumentWriter, count_records, decoded_documents
@@ -20,13 +21,11 @@ from mongopat.sources.dump import JSON_SUFFIXES
 
 
 class BucketFiles(FileRewrites):
-    def write(
-        self, migration_id: str, index: int, step: Step, source: Path, writer: Callable[[str], DocumentWriter]
-    ) -> tuple[int, dict[str, Any]]:
-        out = writer(step.collection)
-        if source.name.endswith(JSON_SUFFIXES) and not self.files.canonical(step.collection):
-            return self._write_buckets_fast(step, source, out, migration_id, index)
-        return self._write_buckets(step, decoded_documents(source), out, migration_id, index)
+    def write(self, run: StepRun, source: Path, writer: Callable[[str], DocumentWriter]) -> tuple[int, dict[str, Any]]:
+        out = writer(run.step.collection)
+        if source.name.endswith(JSON_SUFFIXES) and not self.files.canonical(run.step.collection):
+            return self._write_buckets_fast(run.step, source, out, run.migration_id, run.index)
+        return self._write_buckets(run.step, decoded_documents(source), out, run.migration_id, run.index)
 
     def measure(self, step: Step, kept: Path, current: Path, suffix: str) -> tuple[int | None, Any]:
         if kept.exists() and current.exists() and suffix in JSON_SUFFIXES:
@@ -64,11 +63,11 @@ class BucketFiles(FileRewrites):
             found.append(f"{step.collection}: buckets hold {total} readings, the original {before}")
         return found
 
-    def old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
+    def old_shape(self, run: StepRun) -> int | None:
         from mongomock.filtering import filter_applies  # the embedded engine evaluates the filter
 
-        where = bucket_pending(step)
-        return sum(1 for doc in self.files.read(step.collection) if filter_applies(where, doc))
+        where = bucket_pending(run.step)
+        return sum(1 for doc in self.files.read(run.step.collection) if filter_applies(where, doc))
 
     def _write_buckets(
         self, step: Step, documents: Iterator[Document], out: DocumentWriter, migration_id: str, index: int

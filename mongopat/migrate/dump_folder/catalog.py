@@ -17,6 +17,7 @@ from bson import json_util
 from mongopat.errors import OperationFailed
 from mongopat.json_schema import satisfies
 from mongopat.migrate.catalog import Catalog, index_name
+from mongopat.migrate.contracts import StepState
 from mongopat.migrate.transform_api import hashable_key as _key
 from mongopat.timeseries.buckets import BUCKETS_PREFIX, pack
 from mongopat.timeseries.options import TimeSeriesOptions
@@ -49,7 +50,7 @@ class DumpFolderCatalog(Catalog):
         migration_id: str,
         index: int,
         collection: str,
-        state: dict[str, Any],
+        state: StepState,
     ) -> None:
         super().__init__(state.get("stats"))
         self.folder, self.files, self.changelog = files.folder, files, changelog
@@ -259,12 +260,12 @@ class DumpFolderCatalog(Catalog):
         from mongopat.migrate.dump_folder.files import DocumentWriter
 
         wanted: dict[Any, Change] = {}
-        added = []
-        for change in changes:
-            if change.kind == "missing":
-                added.append(change.document)
+        added: list[Any] = []
+        for each in changes:
+            if each.kind == "missing":
+                added.append(each.document)
             else:
-                wanted[_key(change.id)] = change
+                wanted[_key(each.id)] = each
         path = self.files.file_of(collection)
         suffix = self.files.suffix_like(collection) if path is not None else ".bson"
         temporary = self.files.temp_path(f"{collection}{suffix}")

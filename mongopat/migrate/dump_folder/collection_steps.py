@@ -3,33 +3,33 @@ reverts and verifies it through the folder's catalog (``catalog.py``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.dump_folder.rewrites import DumpSteps
 from mongopat.migrate.operations import COLLECTION_OPERATIONS
-from mongopat.migrate.steps import Step
 
 
 class CollectionFiles(DumpSteps):
-    def run(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        if state.get("phase") == "done":
+    def run(self, run: StepRun) -> None:
+        if run.state.get("phase") == "done":
             return
         runner = self.runner
-        catalog = runner.catalog(migration_id, index, step, state)
-        COLLECTION_OPERATIONS[step.name].apply(step, catalog)
-        runner.changelog.step(migration_id, index, read=catalog.read, written=catalog.written, stats=catalog.stats)
-        runner.changelog.add_counts(migration_id, catalog.read, catalog.written)
+        catalog = runner.catalog(run)
+        COLLECTION_OPERATIONS[run.step.name].apply(run.step, catalog)
+        runner.changelog.step(
+            run.migration_id, run.index, read=catalog.read, written=catalog.written, stats=catalog.stats
+        )
+        runner.changelog.add_counts(run.migration_id, catalog.read, catalog.written)
         runner.lock.renew()
 
-    def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        catalog = self.runner.catalog(migration_id, index, step, state)
-        COLLECTION_OPERATIONS[step.name].revert(step, catalog)
+    def revert(self, run: StepRun) -> None:
+        catalog = self.runner.catalog(run)
+        COLLECTION_OPERATIONS[run.step.name].revert(run.step, catalog)
         catalog.reverted()
 
-    def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
-        if state.get("state") == "pending":
+    def verify(self, run: StepRun) -> list[str]:
+        if run.state.get("state") == "pending":
             return []
-        return COLLECTION_OPERATIONS[step.name].verify(step, self.runner.catalog(migration_id, index, step, state))
+        return COLLECTION_OPERATIONS[run.step.name].verify(run.step, self.runner.catalog(run))
 
-    def would(self, migration_id: str, index: int, step: Step) -> list[str]:
-        return COLLECTION_OPERATIONS[step.name].dry_run(step, self.runner.catalog(migration_id, index, step, {}))
+    def would(self, run: StepRun) -> list[str]:
+        return COLLECTION_OPERATIONS[run.step.name].dry_run(run.step, self.runner.catalog(run))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.document_batches import Change, Version, apply_batches, refuse_existing
 from mongopat.migrate.dump_folder.files import DocumentWriter, decoded_documents
 from mongopat.migrate.dump_folder.rewrites import FileRewrites
@@ -21,14 +22,12 @@ class DocumentFiles(FileRewrites):
     def refuse(self, step: Step) -> None:
         refuse_existing(step, lambda name: self.files.file_of(name) is not None)
 
-    def write(
-        self, migration_id: str, index: int, step: Step, source: Path, writer: Callable[[str], DocumentWriter]
-    ) -> tuple[int, dict[str, Any]]:
-        operation = OPERATIONS[step.name]
-        main = writer(step.collection)
-        for side in step.created_collections():
+    def write(self, run: StepRun, source: Path, writer: Callable[[str], DocumentWriter]) -> tuple[int, dict[str, Any]]:
+        operation = OPERATIONS[run.step.name]
+        main = writer(run.step.collection)
+        for side in run.step.created_collections():
             writer(side)  # created even when empty, so down and verify find it
-        store = FileDocuments(self.runner, step, writer)
+        store = FileDocuments(self.runner, run.step, writer)
         outcome = StepOutcome()
         batch_size = self.runner.options.batch_size
 
@@ -36,12 +35,12 @@ class DocumentFiles(FileRewrites):
             # Every document, in file order: as the step made it, or as it was (not pending, or unchanged).
             for version in batch:
                 main.write(store.replaced.pop(id(version), version.document))
-                for key, amount in operation.file_stats(version.document, step).items():
+                for key, amount in operation.file_stats(version.document, run.step).items():
                     count(outcome.stats, key, amount)
             if outcome.read % batch_size == 0:
-                self.runner.hook(migration_id, index, outcome.read)
+                self.runner.hook(run.migration_id, run.index, outcome.read)
 
-        apply_batches(store, step, _batches(decoded_documents(source), batch_size), outcome, write_batch)
+        apply_batches(store, run.step, _batches(decoded_documents(source), batch_size), outcome, write_batch)
         return outcome.read, outcome.stats
 
     def problems(
@@ -59,9 +58,9 @@ class DocumentFiles(FileRewrites):
         found.extend(OPERATIONS[step.name].verify_files(step, stats, after, self.files.count))
         return found
 
-    def old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
-        operation = OPERATIONS[step.name]
-        return sum(1 for doc in self.files.read(step.collection) if operation.is_pending(doc, step))
+    def old_shape(self, run: StepRun) -> int | None:
+        operation = OPERATIONS[run.step.name]
+        return sum(1 for doc in self.files.read(run.step.collection) if operation.is_pending(doc, run.step))
 
     def sample_context(self, step: Step, samples: list[Any]) -> Context | None:
         return self.runner.context(step) if samples else None

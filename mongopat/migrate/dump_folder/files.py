@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import bson
 from bson import json_util
@@ -19,6 +19,7 @@ from bson import json_util
 from mongopat import __version__
 from mongopat.errors import InputError
 from mongopat.migrate.bookkeeping import LeaseLock, LockLost, host_name, new_entry, utcnow
+from mongopat.migrate.contracts import ChangelogEntry, StepState
 from mongopat.migrate.dump_folder.catalog import write_durably
 from mongopat.migrate.transform_api import Document
 from mongopat.sources.dump import (
@@ -48,7 +49,7 @@ class FileChangelog:
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / CHANGELOG_FILE
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, ChangelogEntry] = {}
         if self.path.exists():
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 if line.strip():
@@ -61,22 +62,22 @@ class FileChangelog:
         ]
         _fsync_write(self.path, ("\n".join(lines) + "\n").encode() if lines else b"")
 
-    def all(self) -> dict[str, dict[str, Any]]:
+    def all(self) -> dict[str, ChangelogEntry]:
         return json_util.loads(json_util.dumps(self.entries))
 
-    def get(self, migration_id: str) -> dict[str, Any] | None:
+    def get(self, migration_id: str) -> ChangelogEntry | None:
         return self.all().get(migration_id)
 
-    def start(self, migration_id: str, checksum: str, description: str, steps: list[dict[str, Any]]) -> None:
+    def start(self, migration_id: str, checksum: str, description: str, steps: list[StepState]) -> None:
         entry = self.entries.get(migration_id)
         if entry is None or entry.get("state") == "rolled_back":
             self.entries[migration_id] = new_entry(migration_id, checksum, description, steps)
         else:
-            entry.update(state="running", error=None, host=host_name(), mongopat_version=__version__)
+            entry.update(ChangelogEntry(state="running", error=None, host=host_name(), mongopat_version=__version__))
         self._save()
 
     def step(self, migration_id: str, index: int, **fields: Any) -> None:
-        self.entries[migration_id]["steps"][index].update(fields)
+        self.entries[migration_id]["steps"][index].update(cast(StepState, fields))
         self._save()
 
     def add_counts(self, migration_id: str, read: int, written: int) -> None:
@@ -87,12 +88,12 @@ class FileChangelog:
 
     def finish(self, migration_id: str, state: str, started: float, error: str | None = None, **fields: Any) -> None:
         entry = self.entries[migration_id]
-        entry.update(state=state, finished_at=utcnow(), error=error, **fields)
+        entry.update(cast(ChangelogEntry, {"state": state, "finished_at": utcnow(), "error": error, **fields}))
         entry["duration_s"] = round(entry.get("duration_s", 0) + time.monotonic() - started, 3)
         self._save()
 
     def set(self, migration_id: str, **fields: Any) -> None:
-        self.entries[migration_id].update(fields)
+        self.entries[migration_id].update(cast(ChangelogEntry, fields))
         self._save()
 
     def remove(self, migration_id: str) -> None:

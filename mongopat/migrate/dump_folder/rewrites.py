@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongopat.errors import InputError
 from mongopat.migrate.catalog import index_name
+from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.dump_folder.files import DocumentWriter, backup_name, count_records, plain_documents
 from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.runner import KindRunner
@@ -50,9 +51,7 @@ class FileRewrites(DumpSteps):
     def refuse(self, step: Step) -> None:
         """Raise OperationFailed when the step cannot start (before anything is written)."""
 
-    def write(
-        self, migration_id: str, index: int, step: Step, source: Path, writer: Callable[[str], DocumentWriter]
-    ) -> tuple[int, dict[str, Any]]:
+    def write(self, run: StepRun, source: Path, writer: Callable[[str], DocumentWriter]) -> tuple[int, dict[str, Any]]:
         """Stream ``source`` into ``writer(name)`` for each collection written; (documents read, figures)."""
         raise NotImplementedError
 
@@ -79,24 +78,24 @@ class FileRewrites(DumpSteps):
 
     # -- up --------------------------------------------------------------------------------------
 
-    def run(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        if state.get("phase") == "done":
+    def run(self, run: StepRun) -> None:
+        if run.state.get("phase") == "done":
             return  # committed by a run that stopped before it could mark the step applied
         runner = self.runner
-        suffix = runner.suffix(migration_id, index, step)
-        if state.get("phase") != "commit":
-            self._discard_temps(step, suffix)
-            source = self.files.file_of(step.collection)
-            kept = self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")
+        suffix = runner.suffix(run)
+        if run.state.get("phase") != "commit":
+            self._discard_temps(run.step, suffix)
+            source = self.files.file_of(run.step.collection)
+            kept = self.folder / backup_name(run.migration_id, run.index, f"{run.step.collection}{suffix}")
             if source is None and kept.exists():
                 source = kept  # a crash between the two renames of an earlier commit left only the backup
             if source is None:
-                raise InputError(f"collection {step.collection!r} not found in {self.folder}")
-            self.refuse(step)
-            read, written, stats = self._write_step(migration_id, index, step, suffix, source)
-            runner.changelog.step(migration_id, index, phase="commit", read=read, written=written, stats=stats)
-            runner.changelog.add_counts(migration_id, read, written)
-        self._commit(migration_id, index, step, suffix)
+                raise InputError(f"collection {run.step.collection!r} not found in {self.folder}")
+            self.refuse(run.step)
+            read, written, stats = self._write_step(run, suffix, source)
+            runner.changelog.step(run.migration_id, run.index, phase="commit", read=read, written=written, stats=stats)
+            runner.changelog.add_counts(run.migration_id, read, written)
+        self._commit(run, suffix)
         runner.lock.renew()
 
     def _outputs(self, step: Step) -> list[str]:
@@ -107,11 +106,9 @@ class FileRewrites(DumpSteps):
         for name in self._outputs(step):
             self.files.temp_path(f"{name}{suffix}").unlink(missing_ok=True)
 
-    def _write_step(
-        self, migration_id: str, index: int, step: Step, suffix: str, source: Path
-    ) -> tuple[int, int, dict[str, Any]]:
+    def _write_step(self, run: StepRun, suffix: str, source: Path) -> tuple[int, int, dict[str, Any]]:
         runner = self.runner
-        canonical = self.files.canonical(step.collection)
+        canonical = self.files.canonical(run.step.collection)
         # A quick count of records for the progress bar's ETA, only when someone watches it.
         runner.total = count_records(source) if runner.options.progress is not None else None
         runner.throttle.start()
@@ -123,39 +120,39 @@ class FileRewrites(DumpSteps):
             return writers[name]
 
         try:
-            read, stats = self.write(migration_id, index, step, source, writer)
+            read, stats = self.write(run, source, writer)
         finally:
             for handle in writers.values():
                 handle.close()
         stats["counts"] = {name: w.count for name, w in writers.items()}
         return read, sum(w.count for w in writers.values()), stats
 
-    def _commit(self, migration_id: str, index: int, step: Step, suffix: str) -> None:
-        own = f"{step.collection}{suffix}"
-        kept = self.folder / backup_name(migration_id, index, own)
+    def _commit(self, run: StepRun, suffix: str) -> None:
+        own = f"{run.step.collection}{suffix}"
+        kept = self.folder / backup_name(run.migration_id, run.index, own)
         if not kept.exists() and (self.folder / own).exists():
             (self.folder / own).rename(kept)
-            self.runner.hook(migration_id, index, -1)  # between the two renames: the riskiest moment
-        for name in self._outputs(step):
+            self.runner.hook(run.migration_id, run.index, -1)  # between the two renames: the riskiest moment
+        for name in self._outputs(run.step):
             temporary = self.files.temp_path(f"{name}{suffix}")
             if temporary.exists():
                 temporary.replace(self.folder / f"{name}{suffix}")
-        self._write_indexes(migration_id, index, step)
-        self.runner.changelog.step(migration_id, index, phase="done")
+        self._write_indexes(run)
+        self.runner.changelog.step(run.migration_id, run.index, phase="done")
 
-    def _write_indexes(self, migration_id: str, index: int, step: Step) -> None:
+    def _write_indexes(self, run: StepRun) -> None:
         """The step's indexes (a subset's full list by parent, buckets by series and start...) into the
         collections' ``.metadata.json``, where ``mongorestore`` creates them. Before the step is marked
         done: a crash writes them again (an index already there is left as it is)."""
-        wanted = STEP_OPERATIONS[step.name].indexes(step)
+        wanted = STEP_OPERATIONS[run.step.name].indexes(run.step)
         if not wanted:
             return
-        catalog = self.runner.catalog(migration_id, index, step, self.runner.step_state(migration_id, index))
+        catalog = self.runner.catalog(run.with_state(self.runner.step_state(run.migration_id, run.index)))
         added = list(catalog.stats.get("indexes_added") or [])
         for collection, keys in wanted:
             name = index_name(dict(keys))
             present = any(spec.get("name") == name for spec in catalog.indexes(collection))
-            if collection == step.collection and name not in added and not present:
+            if collection == run.step.collection and name not in added and not present:
                 added.append(name)  # down drops only these, never an index the collection had before
                 catalog.record(indexes_added=added)
             catalog.create_index(collection, {"key": dict(keys)})
@@ -163,45 +160,45 @@ class FileRewrites(DumpSteps):
 
     # -- verify ----------------------------------------------------------------------------------
 
-    def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
-        if state.get("state") == "pending":
+    def verify(self, run: StepRun) -> list[str]:
+        if run.state.get("state") == "pending":
             return []
         runner = self.runner
-        stats = state.get("stats") or {}
-        suffix = runner.suffix(migration_id, index, step)
-        kept = self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")
-        current = runner.after(migration_id, index, step.collection, suffix)
-        before, measured = self.measure(step, kept, current, suffix)
+        stats = run.state.get("stats") or {}
+        suffix = runner.suffix(run)
+        kept = self.folder / backup_name(run.migration_id, run.index, f"{run.step.collection}{suffix}")
+        current = runner.after(run.migration_id, run.index, run.step.collection, suffix)
+        before, measured = self.measure(run.step, kept, current, suffix)
 
         def after(name: str) -> Iterator[Document]:
-            path = runner.after(migration_id, index, name, suffix)
+            path = runner.after(run.migration_id, run.index, name, suffix)
             return plain_documents(path) if path.exists() else iter(())
 
         problems = []
         for name, expected in (stats.get("counts") or {}).items():
-            found = self.documents_written(measured) if name == step.collection else None
+            found = self.documents_written(measured) if name == run.step.collection else None
             if found is None:
-                path = runner.after(migration_id, index, name, suffix)
+                path = runner.after(run.migration_id, run.index, name, suffix)
                 found = count_records(path) if path.exists() else 0
             if found != expected:
                 problems.append(f"{name}: {found} documents, {expected} written by the migration")
-        problems.extend(self.problems(step, stats, before, measured, after))
+        problems.extend(self.problems(run.step, stats, before, measured, after))
         if "indexes" in stats:  # an earlier mongopat wrote no indexes into the metadata
-            catalog = runner.catalog(migration_id, index, step, state)
-            problems.extend(catalog.missing_indexes(STEP_OPERATIONS[step.name].indexes(step)))
+            catalog = runner.catalog(run)
+            problems.extend(catalog.missing_indexes(STEP_OPERATIONS[run.step.name].indexes(run.step)))
         return problems
 
     # -- down ------------------------------------------------------------------------------------
 
-    def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        suffix = self.runner.suffix(migration_id, index, step)
-        self._discard_temps(step, suffix)
-        kept = self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")
+    def revert(self, run: StepRun) -> None:
+        suffix = self.runner.suffix(run)
+        self._discard_temps(run.step, suffix)
+        kept = self.folder / backup_name(run.migration_id, run.index, f"{run.step.collection}{suffix}")
         if kept.exists():
-            kept.replace(self.folder / f"{step.collection}{suffix}")
-        for name in step.created_collections():
+            kept.replace(self.folder / f"{run.step.collection}{suffix}")
+        for name in run.step.created_collections():
             (self.folder / f"{name}{suffix}").unlink(missing_ok=True)
-        catalog = self.runner.catalog(migration_id, index, step, state)
+        catalog = self.runner.catalog(run)
         for name in catalog.stats.get("indexes_added") or []:  # the created collections went with theirs
-            catalog.drop_index(step.collection, name)
+            catalog.drop_index(run.step.collection, name)
         catalog.reverted()

@@ -21,6 +21,7 @@ from typing import Any
 import bson
 
 from mongopat.errors import InputError
+from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.dump_folder.bucket_lines import SPILL_PREFIX
 from mongopat.migrate.dump_folder.bucket_steps import BucketFiles
 from mongopat.migrate.dump_folder.catalog import DumpFolderCatalog
@@ -39,6 +40,8 @@ from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES, resolve_dump_fol
 
 class DumpRunner(RunnerBase):
     """The same commands as :class:`~mongopat.migrate.server.runner.Runner`, on a dump folder."""
+
+    changelog: FileChangelog
 
     def __init__(
         self,
@@ -84,14 +87,14 @@ class DumpRunner(RunnerBase):
         if migration.python is not None:
             raise InputError(f"{migration.id}: Python migrations run against a server (--uri), not a dump folder")
 
-    def suffix(self, migration_id: str, index: int, step: Step) -> str:
+    def suffix(self, run: StepRun) -> str:
         """The collection's file format, from its file or, mid-commit, from this step's backup of it."""
         for suffix in BSON_SUFFIXES + JSON_SUFFIXES:
-            if (self.folder / f"{step.collection}{suffix}").exists():
+            if (self.folder / f"{run.step.collection}{suffix}").exists():
                 return suffix
-            if (self.folder / backup_name(migration_id, index, f"{step.collection}{suffix}")).exists():
+            if (self.folder / backup_name(run.migration_id, run.index, f"{run.step.collection}{suffix}")).exists():
                 return suffix
-        raise InputError(f"collection {step.collection!r} not found in {self.folder}")
+        raise InputError(f"collection {run.step.collection!r} not found in {self.folder}")
 
     def hook(self, migration_id: str, index: int, done: int) -> None:
         """Progress, the lease, and the place tests inject faults (between batches and commit renames)."""
@@ -132,8 +135,10 @@ class DumpRunner(RunnerBase):
                 set_path(kept, field, get_path(document, field))
             yield kept
 
-    def catalog(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> DumpFolderCatalog:
-        return DumpFolderCatalog(self.files, self.changelog, migration_id, index, step.collection, state)
+    def catalog(self, run: StepRun) -> DumpFolderCatalog:
+        return DumpFolderCatalog(
+            self.files, self.changelog, run.migration_id, run.index, run.step.collection, run.state
+        )
 
     def after(self, migration_id: str, index: int, name: str, suffix: str) -> Path:
         """The file holding collection ``name`` as step ``index`` of ``migration_id`` left it: the backup
@@ -141,7 +146,7 @@ class DumpRunner(RunnerBase):
         none did."""
         ids = [m.id for m in self.migrations]
         position = ids.index(migration_id) if migration_id in ids else 0
-        later = []
+        later: list[tuple[str, int]] = []
         for other in self.migrations[position:]:
             start = index + 1 if other.id == migration_id else 0
             later.extend((other.id, j) for j in range(start, len(other.steps)))
@@ -154,7 +159,7 @@ class DumpRunner(RunnerBase):
     # -- dry run ---------------------------------------------------------------------------------
 
     def _first_documents(self, collection: str, size: int) -> list[Any]:
-        samples = []
+        samples: list[Any] = []
         for doc in self.files.read(collection):
             if len(samples) == size:
                 break

@@ -79,7 +79,7 @@ class Operation(DocumentOperation):
         if after.match != before.match:
             during.match = {"$or": [before.match, after.match]}
         restore = {name: {"$ifNull": [f"$_attributes.{name}", f"${name}"]} for name in pivoted}
-        stages = [
+        stages: list[dict[str, Any]] = [
             {"$set": {"_attributes": {"$arrayToObject": {"$ifNull": [f"${into}", []]}}}},
             {"$set": restore},
             {"$project": {"_attributes": 0}},

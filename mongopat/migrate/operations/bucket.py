@@ -384,7 +384,7 @@ class BucketBuilder:
         """Add one reading; returns the bucket it went to (None when the reading has no time or series)."""
         when = doc.get(self.time_field)
         series = doc.get(self.series_key)
-        if _epoch(when) is None or series is None:
+        if when is None or _epoch(when) is None or series is None:
             self.rejected.append(doc)
             return None
         start = _window_start(when, self.window)

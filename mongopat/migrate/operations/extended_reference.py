@@ -35,7 +35,11 @@ class Operation(AddsFields):
         p = step.params
         stage = read.find("lookup")
         lookup = stage.spec if stage is not None else None
-        if lookup is None or (lookup.source, lookup.local, lookup.foreign) != (p["from"], p["local"], p["foreign"]):
+        if (
+            stage is None
+            or lookup is None
+            or (lookup.source, lookup.local, lookup.foreign) != (p["from"], p["local"], p["foreign"])
+        ):
             return
         if not lookup.fields or not set(lookup.fields) <= set(p["fields"]):
             read.notes.append(f"the join reads fields of {p['from']} the step does not copy: it stays a join")

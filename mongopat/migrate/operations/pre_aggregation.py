@@ -45,6 +45,7 @@ class Operation(AddsFields):
             read.notes.append(f"the read computes aggregates of {p['from']} the step does not store: it stays computed")
             return
         outputs = {name: f"${p['into']}.{name}" for name in aggregate.compute}
+        assert stage is not None  # found above: it holds the aggregate
         read.stages[read.stages.index(stage)] = Stage("reshape", [{"$set": outputs}], list(outputs))
         read.notes.append(f"the aggregates of {p['from']} are read from `{p['into']}`, not computed on every read")
 

@@ -34,7 +34,7 @@ class Operation(DocumentOperation):
         stage = read.find("embed")
         embed = stage.spec if stage is not None else None
         served = embed is not None and embed.field == name and embed.limit and embed.limit <= p["keep"]
-        if served and dict(embed.sort) == dict(p["sort"] or {}):
+        if served and stage is not None and embed is not None and dict(embed.sort) == dict(p["sort"] or {}):
             index = read.stages.index(stage)
             read.stages[index] = Stage("embed", [{"$set": {name: {"$slice": [f"${name}", embed.limit]}}}], embed)
             read.notes.append(f"the {embed.limit} elements shown are the first embedded ones: no sort on read")
@@ -249,7 +249,7 @@ def newest(elements: list[Any], sort: dict[str, int]) -> Document:
     """A new element like the last one, first in the step's order (a proof adds it to a list)."""
     element = copy_document(elements[-1])
     for key, direction in (sort or {}).items():
-        values = [e.get(key) for e in elements if isinstance(e, dict) and e.get(key) is not None]
+        values: list[Any] = [e.get(key) for e in elements if isinstance(e, dict) and e.get(key) is not None]
         if values and all(isinstance(v, datetime.datetime) for v in values):
             step_ = datetime.timedelta(minutes=1)
             element[key] = max(values) + step_ if direction == -1 else min(values) - step_

@@ -26,6 +26,7 @@ from pymongo.errors import BulkWriteError
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP, original_name, stage_name
+from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.document_batches import Version, conflict_rounds
 from mongopat.migrate.operations import STEP_OPERATIONS, bucket
 from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
@@ -55,37 +56,33 @@ class BucketSteps(ServerSteps):
     def _rebuilt_beside(self, migration_id: str, index: int) -> bool:
         return original_name(migration_id, index) in self.db.list_collection_names()
 
-    def run(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
-        return self._bucket_step(migration_id, index, step, state)
+    def run(self, run: StepRun) -> StepOutcome:
+        return self._bucket_step(run)
 
-    def pending_filter(self, migration_id: str, index: int, step: Step) -> dict[str, Any] | None:
-        return None if self._rebuilt_beside(migration_id, index) else bucket.pending(step)
+    def pending_filter(self, run: StepRun) -> dict[str, Any] | None:
+        return None if self._rebuilt_beside(run.migration_id, run.index) else bucket.pending(run.step)
 
-    def catch_up(self, migration_id: str, index: int, step: Step, state: dict[str, Any], outcome: StepOutcome) -> int:
-        return self._bucket_catch_up(
-            migration_id, index, step, outcome, bucket.BucketFill(step.params["max_bucket_size"])
-        )
+    def catch_up(self, run: StepRun, outcome: StepOutcome) -> int:
+        return self._bucket_catch_up(run, outcome, bucket.BucketFill(run.step.params["max_bucket_size"]))
 
-    def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
-        stats = state.get("stats") or {}
-        if not self._rebuilt_beside(migration_id, index):
-            return self.missing_indexes(migration_id, index, step, state) + self._verify_buckets(
-                migration_id, index, step, stats
-            )
-        source_count = self.db[original_name(migration_id, index)].count_documents({})
+    def verify(self, run: StepRun) -> list[str]:
+        stats = run.state.get("stats") or {}
+        if not self._rebuilt_beside(run.migration_id, run.index):
+            return self.missing_indexes(run) + self._verify_buckets(run, stats)
+        source_count = self.db[original_name(run.migration_id, run.index)].count_documents({})
         in_buckets = {"count": {"$exists": True}, "readings": {"$exists": True}}
-        total = sum(b.get("count", 0) for b in self.db[step.collection].find(in_buckets, {"count": 1}))
+        total = sum(b.get("count", 0) for b in self.db[run.step.collection].find(in_buckets, {"count": 1}))
         total += stats.get("passthrough", 0)
         if total != source_count:
-            return [f"{step.collection}: buckets hold {total} readings, the original collection {source_count}"]
+            return [f"{run.step.collection}: buckets hold {total} readings, the original collection {source_count}"]
         return []
 
-    def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        if not self._rebuilt_beside(migration_id, index):
-            self._unbucket_step(migration_id, index, step, state.get("stats") or {})
+    def revert(self, run: StepRun) -> None:
+        if not self._rebuilt_beside(run.migration_id, run.index):
+            self._unbucket_step(run, run.state.get("stats") or {})
             return
-        db, name = self.db, step.collection
-        kept, stage = original_name(migration_id, index), stage_name(migration_id, index)
+        db, name = self.db, run.step.collection
+        kept, stage = original_name(run.migration_id, run.index), stage_name(run.migration_id, run.index)
         if name in db.list_collection_names():
             db[name].drop()
         db[kept].rename(name)
@@ -94,55 +91,51 @@ class BucketSteps(ServerSteps):
 
     # -- up --------------------------------------------------------------------------------------
 
-    def _bucket_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
-        name = step.collection
-        if state.get("phase"):
+    def _bucket_step(self, run: StepRun) -> StepOutcome:
+        name = run.step.collection
+        if run.state.get("phase"):
             raise OperationFailed(
                 f"bucket on {name}: this step was started by an earlier mongopat that rebuilt the collection beside it",
                 hint="finish or roll it back with that version, then run this one",
             )
-        if state.get("count_before") is None and not state.get("has_last"):
-            self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
+        if run.state.get("count_before") is None and not run.state.get("has_last"):
+            self.changelog.step(run.migration_id, run.index, count_before=self.db[name].count_documents({}))
         outcome = StepOutcome(
-            read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
+            read=run.state.get("read", 0), written=run.state.get("written", 0), stats=dict(run.state.get("stats") or {})
         )
         # Reads of one series over a time range, in both shapes, during the transition and after.
-        for _collection, keys in STEP_OPERATIONS[step.name].indexes(step):
-            self.create_own_index(migration_id, index, step, keys, outcome.stats)
-        fill = bucket.BucketFill(step.params["max_bucket_size"])
-        where = bucket.pending(step)
+        for _collection, keys in STEP_OPERATIONS[run.step.name].indexes(run.step):
+            self.create_own_index(run, keys, outcome.stats)
+        fill = bucket.BucketFill(run.step.params["max_bucket_size"])
+        where = bucket.pending(run.step)
         total = self.db[name].estimated_document_count()
         self.throttle.start(outcome.read)
-        last_id, has_last = state.get("last_id"), state.get("has_last", False)
+        last_id, has_last = run.state.get("last_id"), run.state.get("has_last", False)
         budget = (total or 0) // self.options.batch_size + 2
         for number, batch in enumerate(self.scan(name, last_id, has_last, where, budget)):
             last_id = decoded_id(batch[-1])
-            written = self._move_readings(migration_id, index, step, batch, outcome.stats, fill, number == 0)
+            written = self._move_readings(run, batch, outcome.stats, fill, number == 0)
             outcome.read += len(batch)
             outcome.written += written
-            self._checkpoint(migration_id, index, outcome, len(batch), written, last_id, total)
-        self._bucket_catch_up(migration_id, index, step, outcome, fill)
+            self._checkpoint(run, outcome, len(batch), written, last_id, total)
+        self._bucket_catch_up(run, outcome, fill)
         outcome.stats["passthrough"] = (
             self.db[name].count_documents({"readings": {"$exists": False}}) - outcome.stats["pending_left"]
         )
         return outcome
 
-    def _bucket_catch_up(
-        self, migration_id: str, index: int, step: Step, outcome: StepOutcome, fill: bucket.BucketFill
-    ) -> int:
+    def _bucket_catch_up(self, run: StepRun, outcome: StepOutcome, fill: bucket.BucketFill) -> int:
         """Readings still pending after the scan (inserted behind it, or whose move lost a race)."""
 
         def apply(batch: list[Any]) -> tuple[Any, int]:
-            written = self._move_readings(migration_id, index, step, batch, outcome.stats, fill, True)
+            written = self._move_readings(run, batch, outcome.stats, fill, True)
             return decoded_id(batch[-1]), written
 
-        return self.passes(migration_id, index, step, outcome, bucket.pending(step), "moved", apply)
+        return self.passes(run, outcome, bucket.pending(run.step), "moved", apply)
 
     def _move_readings(
         self,
-        migration_id: str,
-        index: int,
-        step: Step,
+        run: StepRun,
         batch: list[Any],
         stats: dict[str, Any],
         fill: bucket.BucketFill,
@@ -155,24 +148,24 @@ class BucketSteps(ServerSteps):
         it is still the version pushed; one the application changed or deleted in between is pulled out of
         its bucket again, and one still pending is moved again in the next round
         (``document_batches.conflict_rounds``)."""
-        collection = self.db[step.collection]
+        collection = self.db[run.step.collection]
         placed: dict[Any, tuple[Any, Any]] = {}  # reading -> (its _id, the bucket it was pushed into)
         pulled = 0  # the pulls of stale copies, sent while reading again
 
         def move(todo: list[Version], again: bool) -> tuple[int, list[Version]]:
-            written = self._pull_copies(step, [doc for _raw, doc in todo]) if replay or again else 0
+            written = self._pull_copies(run.step, [doc for _raw, doc in todo]) if replay or again else 0
             keep_backups(
                 self.db[BACKUP],
                 [
                     backup(
-                        backup_id(migration_id, index, step.collection, doc["_id"]),
-                        raw,
-                        bson.encode(bucket.entry(doc, step)),
+                        backup_id(run.migration_id, run.index, run.step.collection, doc["_id"]),
+                        raw or b"",  # read as raw BSON: never None on a server
+                        bson.encode(bucket.entry(doc, run.step)),
                     )
                     for raw, doc in todo
                 ],
             )
-            placed.update(self._push(step, [doc for _raw, doc in todo], fill))
+            placed.update(self._push(run.step, [doc for _raw, doc in todo], fill))
             written += len(todo)
             ids = [doc["_id"] for _raw, doc in todo]
             present = {_key(d["_id"]) for d in collection.find({"_id": {"$in": ids}}, {"_id": 1})}
@@ -180,8 +173,8 @@ class BucketSteps(ServerSteps):
             gone = [doc["_id"] for _raw, doc in todo if _key(doc["_id"]) not in present]
             if gone:
                 count(stats, "deleted_meanwhile", len(gone))
-                written += self._pull(step, [placed[_key(i)] for i in gone])
-            todo = [(raw, doc) for raw, doc in todo if _key(doc["_id"]) in present]
+                written += self._pull(run.step, [placed[_key(i)] for i in gone])
+            todo = [Version(raw, doc) for raw, doc in todo if _key(doc["_id"]) in present]
             if not todo:
                 return written, []
             result = collection.bulk_write([DeleteOne(unchanged_since(doc)) for _raw, doc in todo], ordered=False)
@@ -195,11 +188,11 @@ class BucketSteps(ServerSteps):
             # pulled out (pending or not); those gone were deleted after the check above, by an application
             # that also pulls them from their bucket.
             now = versions_of(collection.find({"_id": {"$in": [doc["_id"] for _raw, doc in missed]}}))
-            pulled += self._pull(step, [placed[_key(doc["_id"])] for _raw, doc in now])
+            pulled += self._pull(run.step, [placed[_key(doc["_id"])] for _raw, doc in now])
             return now
 
-        pending = [version for version in versions_of(batch) if bucket.is_pending(version.document, step)]
-        moved, left = conflict_rounds(pending, move, current, lambda doc: bucket.is_pending(doc, step), stats)
+        pending = [version for version in versions_of(batch) if bucket.is_pending(version.document, run.step)]
+        moved, left = conflict_rounds(pending, move, current, lambda doc: bucket.is_pending(doc, run.step), stats)
         if left:
             count(stats, "conflicts_unresolved", len(left))  # pending still: the catch-up passes take them
         return moved + pulled
@@ -293,17 +286,17 @@ class BucketSteps(ServerSteps):
 
     # -- down ------------------------------------------------------------------------------------
 
-    def _unbucket_step(self, migration_id: str, index: int, step: Step, stats: dict[str, Any]) -> None:
+    def _unbucket_step(self, run: StepRun, stats: dict[str, Any]) -> None:
         """Every bucket back into readings (passes until none is left); buckets the application kept
         changing past the conflict rounds are left, listed, and the run fails."""
-        name = step.collection
-        size = max(1, self.options.batch_size // max(1, step.params["max_bucket_size"]))
+        name = run.step.collection
+        size = max(1, self.options.batch_size // max(1, run.step.params["max_bucket_size"]))
         unresolved: list[Any] = []
         for _pass in range(CATCH_UP_PASSES + 1):
             unresolved = []
             budget = self.db[name].count_documents(bucket.buckets_filter()) // size + 1
             for batch in self._bucket_batches(name, size, budget, unresolved):
-                unresolved.extend(self._unpack(migration_id, index, step, batch))
+                unresolved.extend(self._unpack(run, batch))
                 self.lock.renew()
             if not self.db[name].count_documents(bucket.buckets_filter(), limit=1):
                 break
@@ -315,9 +308,9 @@ class BucketSteps(ServerSteps):
                 + (f": {shown}" if shown else ""),
                 hint="run 'mongopat migrate down' again (readings already unpacked are not duplicated)",
             )
-        query = {"_id.m": migration_id, "_id.s": index}
+        query = {"_id.m": run.migration_id, "_id.s": run.index}
         self.db[BACKUP].delete_many(query)
-        self.drop_own_indexes(step, stats)
+        self.drop_own_indexes(run.step, stats)
 
     def _bucket_batches(self, name: str, size: int, budget: int, skip: list[Any]) -> Any:
         """Batches of buckets; each batch is gone once unpacked, so the next is again the first ones left
@@ -329,16 +322,16 @@ class BucketSteps(ServerSteps):
                 return
             yield batch
 
-    def _unpack(self, migration_id: str, index: int, step: Step, buckets: list[Document]) -> list[Any]:
+    def _unpack(self, run: StepRun, buckets: list[Document]) -> list[Any]:
         """Write the readings of these buckets back as documents, then delete each bucket only while it is
         the version unpacked (``document_batches.conflict_rounds``); returns the _ids of buckets still
         changing after the rounds."""
-        collection = self.db[step.collection]
+        collection = self.db[run.step.collection]
         ids = [item["_id"] for b in buckets for item in b.get("readings") or []]
         backups = {
             _key(found["_id"]["id"]): found
             for found in self.db[BACKUP].find(
-                {"_id": {"$in": [backup_id(migration_id, index, step.collection, i) for i in ids]}}
+                {"_id": {"$in": [backup_id(run.migration_id, run.index, run.step.collection, i) for i in ids]}}
             )
         }
         written: dict[Any, dict[Any, Any]] = {}  # bucket -> readings written from it (hashable _id -> _id)
@@ -348,7 +341,9 @@ class BucketSteps(ServerSteps):
             for b in (version.document for version in todo):
                 from_bucket = written.setdefault(_key(b["_id"]), {})
                 for item in b.get("readings") or []:
-                    writes.append(ReplaceOne({"_id": item["_id"]}, _as_document(item, b, step, backups), upsert=True))
+                    writes.append(
+                        ReplaceOne({"_id": item["_id"]}, _as_document(item, b, run.step, backups), upsert=True)
+                    )
                     from_bucket[_key(item["_id"])] = item["_id"]
             if writes:
                 collection.bulk_write(writes, ordered=False)
@@ -357,7 +352,7 @@ class BucketSteps(ServerSteps):
             for b in (version.document for version in todo):
                 if _key(b["_id"]) not in present:
                     # The application deleted the whole bucket before its readings were written back.
-                    self._delete_readings(step, [item["_id"] for item in b.get("readings") or []])
+                    self._delete_readings(run.step, [item["_id"] for item in b.get("readings") or []])
             todo = [version for version in todo if _key(version.document["_id"]) in present]
             if not todo:
                 return len(writes), []
@@ -370,7 +365,7 @@ class BucketSteps(ServerSteps):
                 # Readings pulled from the bucket meanwhile were deleted by the application.
                 kept = {_key(item.get("_id")) for item in b.get("readings") or []}
                 from_bucket = written.get(_key(b["_id"]), {})
-                self._delete_readings(step, [ident for key, ident in from_bucket.items() if key not in kept])
+                self._delete_readings(run.step, [ident for key, ident in from_bucket.items() if key not in kept])
             return [Version(None, b) for b in now]
 
         versions = [Version(None, b) for b in buckets]
@@ -384,11 +379,11 @@ class BucketSteps(ServerSteps):
 
     # -- verify ----------------------------------------------------------------------------------
 
-    def _verify_buckets(self, migration_id: str, index: int, step: Step, stats: dict[str, Any]) -> list[str]:
+    def _verify_buckets(self, run: StepRun, stats: dict[str, Any]) -> list[str]:
         """Every reading moved kept its original for down, and every bucket's count is its readings'."""
-        name = step.collection
+        name = run.step.collection
         problems = []
-        backed = self.db[BACKUP].count_documents({"_id.m": migration_id, "_id.s": index})
+        backed = self.db[BACKUP].count_documents({"_id.m": run.migration_id, "_id.s": run.index})
         if backed < stats.get("moved", 0):
             problems.append(f"{name}: {stats['moved'] - backed} reading(s) moved without their original kept")
         wrong = self.db[name].count_documents(

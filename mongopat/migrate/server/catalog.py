@@ -13,6 +13,7 @@ from pymongo.errors import BulkWriteError, CollectionInvalid, OperationFailure, 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import Changelog
 from mongopat.migrate.catalog import Catalog
+from mongopat.migrate.contracts import StepState
 from mongopat.migrate.server.document_versions import raw_bytes, unchanged_since
 from mongopat.migrate.transform_api import hashable_key as _key
 from mongopat.timeseries.options import TimeSeriesOptions
@@ -35,7 +36,7 @@ class ServerCatalog(Catalog):
         changelog: Changelog,
         migration_id: str,
         index: int,
-        state: dict[str, Any],
+        state: StepState,
         scan: Callable[..., Iterator[list[Any]]],
         after_batch: Callable[[int], None],
         batch_size: int = 1000,

@@ -27,6 +27,7 @@ from pymongo.errors import BulkWriteError
 from mongopat.errors import InputError, OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.context_sources import DatabaseDocuments
+from mongopat.migrate.contracts import StepRun, StepState
 from mongopat.migrate.document_batches import (
     Change,
     Version,
@@ -51,95 +52,89 @@ from mongopat.migrate.server.document_versions import (
     versions_of,
 )
 from mongopat.migrate.server.in_server_steps import InServerSteps
-from mongopat.migrate.server.steps import PYTHON_BRACKET, ServerSteps
+from mongopat.migrate.server.steps import PYTHON_BRACKET
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document, hashable_key
 
 
-class DocumentSteps(InServerSteps, ServerSteps):
+class DocumentSteps(InServerSteps):
     """Document steps: on the client side, or computed inside the server where the step allows it."""
 
-    def run(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
-        name = step.collection
+    def run(self, run: StepRun) -> StepOutcome:
+        name = run.step.collection
         # Once per step: a run that stopped before its first checkpoint has created these collections itself.
-        if state.get("count_before") is None and not state.get("has_last") and not state.get("ranges"):
+        if run.state.get("count_before") is None and not run.state.get("has_last") and not run.state.get("ranges"):
             names = set(self.db.list_collection_names())
             if name not in names:  # MongoDB creates a collection on its first write: a misspelled name would not fail
                 raise InputError(f"collection {name!r} not found in database {self.db.name}")
-            refuse_existing(step, names.__contains__)
-            self.changelog.step(migration_id, index, count_before=self.db[name].count_documents({}))
+            refuse_existing(run.step, names.__contains__)
+            self.changelog.step(run.migration_id, run.index, count_before=self.db[name].count_documents({}))
         # Indexes of the collections the step creates first: the application reads a subset's full list or
         # an outlier's overflow by parentId from the start, and so do reruns. The collection's own last.
-        for collection, keys in OPERATIONS[step.name].indexes(step):
-            if collection != step.collection:
+        for collection, keys in OPERATIONS[run.step.name].indexes(run.step):
+            if collection != run.step.collection:
                 self.db[collection].create_index(list(keys.items()))
-        if self.in_server(migration_id, index, step, state):
-            outcome = self.in_server_step(migration_id, index, step, state)
-            self._finish_document_step(migration_id, index, step, outcome.stats)
+        if self.in_server(run):
+            outcome = self.in_server_step(run)
+            self._finish_document_step(run, outcome.stats)
             return outcome
         kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
         workers = self.options.workers or 1
-        if workers > 1 or state.get("ranges"):
-            ranges = state.get("ranges") or self._ranges(migration_id, index, name, workers)
+        if workers > 1 or run.state.get("ranges"):
+            ranges = run.state.get("ranges") or self._ranges(run, name, workers)
             if ranges:
-                outcome = self._document_ranges(migration_id, index, step, ranges, kept)
-                self._catch_up_client_side(migration_id, index, step, kept, outcome)
-                self._finish_document_step(migration_id, index, step, outcome.stats)
+                outcome = self._document_ranges(run, ranges, kept)
+                self._catch_up_client_side(run, kept, outcome)
+                self._finish_document_step(run, outcome.stats)
                 return outcome
         total = self.db[name].estimated_document_count()
-        self.throttle.start(state.get("read", 0))
+        self.throttle.start(run.state.get("read", 0))
         outcome = StepOutcome(
-            read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
+            read=run.state.get("read", 0), written=run.state.get("written", 0), stats=dict(run.state.get("stats") or {})
         )
         budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
-        batches = self.scan(name, state.get("last_id"), state.get("has_last", False), None, budget)
+        batches = self.scan(name, run.state.get("last_id"), run.state.get("has_last", False), None, budget)
 
         def checkpoint(batch: list[Version], written: int) -> None:
             last = batch[-1].document["_id"]
-            self._checkpoint(migration_id, index, outcome, len(batch), written, last, total)
+            self._checkpoint(run, outcome, len(batch), written, last, total)
 
-        apply_batches(
-            ServerDocuments(self, migration_id, index, kept), step, map(versions_of, batches), outcome, checkpoint
-        )
-        self._catch_up_client_side(migration_id, index, step, kept, outcome)
-        self._finish_document_step(migration_id, index, step, outcome.stats)
+        apply_batches(ServerDocuments(self, run, kept), run.step, map(versions_of, batches), outcome, checkpoint)
+        self._catch_up_client_side(run, kept, outcome)
+        self._finish_document_step(run, outcome.stats)
         return outcome
 
-    def pending_filter(self, migration_id: str, index: int, step: Step) -> dict[str, Any] | None:
-        return OPERATIONS[step.name].pending(step)
+    def pending_filter(self, run: StepRun) -> dict[str, Any] | None:
+        return OPERATIONS[run.step.name].pending(run.step)
 
-    def catch_up(self, migration_id: str, index: int, step: Step, state: dict[str, Any], outcome: StepOutcome) -> int:
-        if state.get("in_server"):
-            return self.in_server_catch_up(migration_id, index, step, outcome)
-        return self._catch_up_client_side(migration_id, index, step, {}, outcome)
+    def catch_up(self, run: StepRun, outcome: StepOutcome) -> int:
+        if run.state.get("in_server"):
+            return self.in_server_catch_up(run, outcome)
+        return self._catch_up_client_side(run, {}, outcome)
 
-    def _catch_up_client_side(
-        self, migration_id: str, index: int, step: Step, kept: dict[Any, Any], outcome: StepOutcome
-    ) -> int:
+    def _catch_up_client_side(self, run: StepRun, kept: dict[Any, Any], outcome: StepOutcome) -> int:
         """Migrate the documents still in the old shape: written by the application behind the scan, or in
         the old shape again since (see :meth:`passes`)."""
 
         def new_pass() -> None:
             kept.clear()  # documents inserted since: a tree's new nodes have parents the first map lacks
 
-        store = ServerDocuments(self, migration_id, index, kept)
+        store = ServerDocuments(self, run, kept)
 
         def apply(batch: list[Any]) -> tuple[Any, int]:
             versions = versions_of(batch)
-            return versions[-1].document["_id"], apply_batch(store, step, versions, outcome.stats, replay=True)
+            return versions[-1].document["_id"], apply_batch(store, run.step, versions, outcome.stats, replay=True)
 
-        return self.passes(
-            migration_id, index, step, outcome, OPERATIONS[step.name].pending(step), "transformed", apply, new_pass
-        )
+        return self.passes(run, outcome, OPERATIONS[run.step.name].pending(run.step), "transformed", apply, new_pass)
 
-    def _finish_document_step(self, migration_id: str, index: int, step: Step, stats: dict[str, Any]) -> None:
-        for collection, keys in OPERATIONS[step.name].indexes(step):
-            if collection == step.collection:
-                self.create_own_index(migration_id, index, step, dict(keys), stats)
+    def _finish_document_step(self, run: StepRun, stats: dict[str, Any]) -> None:
+        for collection, keys in OPERATIONS[run.step.name].indexes(run.step):
+            if collection == run.step.collection:
+                self.create_own_index(run, dict(keys), stats)
 
     # -- parallel workers over _id ranges ---------------------------------------------------------
 
-    def _ranges(self, migration_id: str, index: int, name: str, workers: int) -> list[dict[str, Any]] | None:
+    def _ranges(self, run: StepRun, name: str, workers: int) -> list[dict[str, Any]] | None:
         """Split the collection into ``workers`` _id ranges of about equal size, recorded in the changelog
         so that a resumed run continues each range from its own checkpoint. None when the collection is too
         small or its _ids are of several types (the single ordered scan handles those)."""
@@ -150,7 +145,7 @@ class DocumentSteps(InServerSteps, ServerSteps):
         ends = [
             list(collection.find({}, {"_id": 1}, sort=[("_id", direction)], limit=1))[0]["_id"] for direction in (1, -1)
         ]
-        bounds = []
+        bounds: list[Any] = []
         for k in range(1, workers):
             found = list(collection.find({}, {"_id": 1}, sort=[("_id", 1)], skip=k * documents // workers, limit=1))
             if found and (not bounds or found[0]["_id"] != bounds[-1]):
@@ -171,7 +166,7 @@ class DocumentSteps(InServerSteps, ServerSteps):
             }
             for i in range(len(edges) - 1)
         ]
-        self.changelog.step(migration_id, index, ranges=ranges)
+        self.changelog.step(run.migration_id, run.index, ranges=ranges)
         return ranges
 
     def _range_batches(self, name: str, part: dict[str, Any]) -> Iterator[list[Any]]:
@@ -192,24 +187,22 @@ class DocumentSteps(InServerSteps, ServerSteps):
             yield batch
             last_id, has_last = decoded_id(batch[-1]), True
 
-    def _document_ranges(
-        self, migration_id: str, index: int, step: Step, ranges: list[dict[str, Any]], kept: dict[Any, Any]
-    ) -> StepOutcome:
+    def _document_ranges(self, run: StepRun, ranges: list[dict[str, Any]], kept: dict[Any, Any]) -> StepOutcome:
         """Each range in its own thread, checkpointed separately; the same guarantees as one worker
         (backups first, transforms from the originals, deterministic side documents)."""
-        total = self.db[step.collection].estimated_document_count()
+        total = self.db[run.step.collection].estimated_document_count()
         done_lock = threading.Lock()
         done = {"read": sum(r.get("read", 0) for r in ranges)}
         self.throttle.start(done["read"])
 
-        store = ServerDocuments(self, migration_id, index, kept)
+        store = ServerDocuments(self, run, kept)
 
         def work(position: int) -> dict[str, Any]:
             part = dict(ranges[position])
             stats = dict(part.get("stats") or {})
-            for number, batch in enumerate(self._range_batches(step.collection, part)):
+            for number, batch in enumerate(self._range_batches(run.step.collection, part)):
                 versions = versions_of(batch)
-                written = apply_batch(store, step, versions, stats, replay=number == 0)
+                written = apply_batch(store, run.step, versions, stats, replay=number == 0)
                 part.update(
                     last_id=versions[-1].document["_id"],
                     has_last=True,
@@ -219,15 +212,15 @@ class DocumentSteps(InServerSteps, ServerSteps):
                 )
                 prefix = f"ranges.{position}."
                 self.changelog.checkpoint(
-                    migration_id,
-                    index,
+                    run.migration_id,
+                    run.index,
                     len(batch),
                     written,
                     **{prefix + k: part[k] for k in ("last_id", "has_last", "read", "written", "stats")},
                 )
                 with done_lock:
                     done["read"] += len(batch)
-                    self._after_batch(migration_id, index, done["read"], total)
+                    self._after_batch(run, done["read"], total)
             return part
 
         with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
@@ -236,64 +229,66 @@ class DocumentSteps(InServerSteps, ServerSteps):
         for part in finished:
             for key, value in (part.get("stats") or {}).items():
                 outcome.stats[key] = outcome.stats.get(key, 0) + value
-        self.changelog.step(migration_id, index, read=outcome.read, written=outcome.written, stats=outcome.stats)
+        self.changelog.step(
+            run.migration_id, run.index, read=outcome.read, written=outcome.written, stats=outcome.stats
+        )
         return outcome
 
     # -- verify ----------------------------------------------------------------------------------
 
-    def verify(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
+    def verify(self, run: StepRun) -> list[str]:
         # The application may insert and delete documents: counts before and after say nothing. What must
         # hold is that every document transformed kept its original for down.
-        problems = self.missing_indexes(migration_id, index, step, state)
-        backed = self.db[BACKUP].count_documents({"_id.m": migration_id, "_id.s": index})
-        transformed = (state.get("stats") or {}).get("transformed", 0)
+        problems = self.missing_indexes(run)
+        backed = self.db[BACKUP].count_documents({"_id.m": run.migration_id, "_id.s": run.index})
+        transformed = (run.state.get("stats") or {}).get("transformed", 0)
         if backed < transformed:
-            problems.append(f"{step.collection}: {transformed - backed} original(s) not kept for rollback")
+            problems.append(f"{run.step.collection}: {transformed - backed} original(s) not kept for rollback")
         return problems
 
     # -- down ------------------------------------------------------------------------------------
 
-    def revert(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> None:
-        db, name = self.db, step.collection
+    def revert(self, run: StepRun) -> None:
+        db, name = self.db, run.step.collection
         backups = db[BACKUP]
-        query = {"_id.m": migration_id, "_id.s": index}
+        query = {"_id.m": run.migration_id, "_id.s": run.index}
         unresolved: list[Any] = []
         chunk: list[dict[str, Any]] = []
         for kept in self._collection(BACKUP).find(query):  # as stored: an original's exact bytes
             chunk.append(kept)
             if len(chunk) >= self.options.batch_size:
-                unresolved.extend(self._revert_documents(step, chunk, state))
+                unresolved.extend(self._revert_documents(run.step, chunk, run.state))
                 chunk = []
                 self.lock.renew()
         if chunk:
-            unresolved.extend(self._revert_documents(step, chunk, state))
-        marker = OPERATIONS[step.name].new_shape_marker(step)
+            unresolved.extend(self._revert_documents(run.step, chunk, run.state))
+        marker = OPERATIONS[run.step.name].new_shape_marker(run.step)
         if marker is not None:
-            unresolved.extend(self._revert_new_shape(migration_id, index, step, marker, unresolved))
-        for created in step.created_collections():
+            unresolved.extend(self._revert_new_shape(run, marker, unresolved))
+        for created in run.step.created_collections():
             db[created].drop()
-        self.drop_own_indexes(step, state.get("stats") or {})
+        self.drop_own_indexes(run.step, run.state.get("stats") or {})
         if unresolved:
             # Their originals stay kept: the documents are left as the application wrote them.
-            keep = [backup_id(migration_id, index, name, ident) for ident in unresolved]
+            keep = [backup_id(run.migration_id, run.index, name, ident) for ident in unresolved]
             backups.delete_many({"$and": [query, {"_id": {"$nin": keep}}]})
             shown = ", ".join(repr(ident) for ident in unresolved[:10])
             raise OperationFailed(
-                f"{step.name} on {name}: {len(unresolved)} document(s) changed by the application since up "
+                f"{run.step.name} on {name}: {len(unresolved)} document(s) changed by the application since up "
                 f"could not be put back in the old shape without losing that change; left as they are: {shown}"
                 + (" ..." if len(unresolved) > 10 else ""),
                 hint="fix them by hand (their originals are kept in mongopat_backup), then run down again",
             )
         backups.delete_many(query)
 
-    def _revert_new_shape(self, migration_id: str, index: int, step: Step, marker: str, skip: list[Any]) -> list[Any]:
+    def _revert_new_shape(self, run: StepRun, marker: str, skip: list[Any]) -> list[Any]:
         """Documents the application wrote in the new shape after ``up`` (no backup: their elements are in
         the side collection ``down`` is about to drop) are merged back by the step's inverse, as a changed
         document is; returns the _ids it could not."""
-        side = self.db[step.created_collections()[0]]
+        side = self.db[run.step.created_collections()[0]]
         unresolved: list[Any] = []
         query = {marker: {"$exists": True}, **({"_id": {"$nin": skip}} if skip else {})}
-        for batch in self.scan(step.collection, None, False, query):
+        for batch in self.scan(run.step.collection, None, False, query):
             documents = [decoded(raw) for raw in batch]
             parents = {
                 hashable_key(i) for i in side.distinct("parentId", {"parentId": {"$in": [d["_id"] for d in documents]}})
@@ -302,7 +297,7 @@ class DocumentSteps(InServerSteps, ServerSteps):
             # had before up is not the step's.
             chunk = [
                 {
-                    "_id": backup_id(migration_id, index, step.collection, doc["_id"]),
+                    "_id": backup_id(run.migration_id, run.index, run.step.collection, doc["_id"]),
                     # As if up had transformed it from this document without the marker, and it changed since.
                     "raw": bson.encode({k: v for k, v in doc.items() if k != marker}),
                     "after": b"",
@@ -311,11 +306,11 @@ class DocumentSteps(InServerSteps, ServerSteps):
                 if hashable_key(doc["_id"]) in parents
             ]
             if chunk:
-                unresolved.extend(self._revert_documents(step, chunk, {}))
+                unresolved.extend(self._revert_documents(run.step, chunk, {}))
             self.lock.renew()
         return unresolved
 
-    def _revert_documents(self, step: Step, backups: list[dict[str, Any]], state: dict[str, Any]) -> list[Any]:
+    def _revert_documents(self, step: Step, backups: list[dict[str, Any]], state: StepState) -> list[Any]:
         """Put a chunk of documents back in the old shape; returns the _ids it could not.
 
         A document unchanged since ``up`` (its digest is the one ``up`` wrote) gets its original back,
@@ -389,9 +384,9 @@ class ServerDocuments:
     changed; the rewrite is a replace whose filter is the whole version read (compare-and-swap).
     """
 
-    def __init__(self, steps: DocumentSteps, migration_id: str, index: int, kept: dict[Any, Any]) -> None:
+    def __init__(self, steps: DocumentSteps, run: StepRun, kept: dict[Any, Any]) -> None:
         self.db, self.raw_collection = steps.db, steps.runner.raw_collection
-        self.migration_id, self.index = migration_id, index
+        self.migration_id, self.index = run.migration_id, run.index
         self.kept = kept  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
 
     def context(self, step: Step, documents: list[Document]) -> Context:

@@ -38,33 +38,30 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import OperationFailure
 
 from mongopat.migrate.bookkeeping import BACKUP
+from mongopat.migrate.contracts import StepRun, StepState
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
+from mongopat.migrate.server.steps import ServerSteps
 from mongopat.migrate.steps import Step
 
 # Where a document's original rides along while the stages transform it: a name no application uses.
 ORIGINAL = "__mongopat_original"
 
 
-class InServerSteps:
-    """Document steps computed by the server (mixed into ``document_steps.DocumentSteps``)."""
+class InServerSteps(ServerSteps):
+    """Document steps computed by the server (the base of ``document_steps.DocumentSteps``)."""
 
-    db: Any
-    options: Any
-    changelog: Any
-    throttle: Any
-
-    def in_server(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> bool:
+    def in_server(self, run: StepRun) -> bool:
         """Whether the step runs inside the server; decided once per step and kept in the changelog, so a
         resumed run goes on the way it began."""
-        if state.get("in_server") is not None:
-            return bool(state["in_server"])
-        why = self._client_side_because(step, state)
-        self.changelog.step(migration_id, index, in_server=why is None, client_side=why)
-        state.update(in_server=why is None, client_side=why)
+        if run.state.get("in_server") is not None:
+            return bool(run.state["in_server"])
+        why = self._client_side_because(run.step, run.state)
+        self.changelog.step(run.migration_id, run.index, in_server=why is None, client_side=why)
+        run.state["in_server"], run.state["client_side"] = why is None, why
         return why is None
 
-    def _client_side_because(self, step: Step, state: dict[str, Any]) -> str | None:
+    def _client_side_because(self, step: Step, state: StepState) -> str | None:
         operation = OPERATIONS[step.name]
         if operation.server_stages(step) is None or operation.server_side_documents(step) is None:
             return "the step's transform needs Python"
@@ -109,29 +106,29 @@ class InServerSteps:
 
     # -- the run -----------------------------------------------------------------------------------
 
-    def in_server_step(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> StepOutcome:
+    def in_server_step(self, run: StepRun) -> StepOutcome:
         outcome = StepOutcome(
-            read=state.get("read", 0), written=state.get("written", 0), stats=dict(state.get("stats") or {})
+            read=run.state.get("read", 0), written=run.state.get("written", 0), stats=dict(run.state.get("stats") or {})
         )
-        total = self.db[step.collection].estimated_document_count()
+        total = self.db[run.step.collection].estimated_document_count()
         self.throttle.start(outcome.read)
         budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
-        self._in_server_pass(migration_id, index, step, outcome, state.get("last_id"), state.get("has_last", False),
+        self._in_server_pass(run, outcome, run.state.get("last_id"), run.state.get("has_last", False),
                              budget, total)  # fmt: skip
-        self.in_server_catch_up(migration_id, index, step, outcome)
+        self.in_server_catch_up(run, outcome)
         return outcome
 
-    def in_server_catch_up(self, migration_id: str, index: int, step: Step, outcome: StepOutcome) -> int:
+    def in_server_catch_up(self, run: StepRun, outcome: StepOutcome) -> int:
         """Passes over the documents still pending (changed by the application between a backup and its
         rewrite, or written in the old shape since), as the client-side runner's catch-up passes; returns
         the documents migrated."""
-        where = server_pending(step)
-        collection = self.db[step.collection]
+        where = server_pending(run.step)
+        collection = self.db[run.step.collection]
         ceiling = collection.estimated_document_count() // self.options.batch_size + 2
         migrated = 0
         for _pass in range(CATCH_UP_PASSES):
             budget = min(collection.count_documents(where) // self.options.batch_size + 1, ceiling)
-            done = self._in_server_pass(migration_id, index, step, outcome, None, False, budget, None)
+            done = self._in_server_pass(run, outcome, None, False, budget, None)
             migrated += done
             if not done:
                 break
@@ -141,9 +138,7 @@ class InServerSteps:
 
     def _in_server_pass(
         self,
-        migration_id: str,
-        index: int,
-        step: Step,
+        run: StepRun,
         outcome: StepOutcome,
         last: Any,
         has_last: bool,
@@ -154,7 +149,7 @@ class InServerSteps:
         returns the documents rewritten."""
         rewritten = 0
         for _batch in range(budget):
-            taken = self._in_server_batch(migration_id, index, step, last, has_last, outcome.stats)
+            taken = self._in_server_batch(run, last, has_last, outcome.stats)
             if taken is None:
                 break
             last, has_last = taken[0], True
@@ -162,7 +157,7 @@ class InServerSteps:
             outcome.read += backed
             outcome.written += written
             rewritten += written
-            self._checkpoint(migration_id, index, outcome, backed, written, last, total)  # type: ignore[attr-defined]
+            self._checkpoint(run, outcome, backed, written, last, total)
         return rewritten
 
     def _side_documents_of_deleted(
@@ -190,22 +185,22 @@ class InServerSteps:
         return False, None
 
     def _in_server_batch(
-        self, migration_id: str, index: int, step: Step, last: Any, has_last: bool, stats: dict[str, Any]
+        self, run: StepRun, last: Any, has_last: bool, stats: dict[str, Any]
     ) -> tuple[Any, int, int] | None:
         """Back up and rewrite the next range of pending documents; (its last _id, documents backed up,
         documents rewritten), or None when none is left after ``last``."""
-        name, collection = step.collection, self.db[step.collection]
-        operation = OPERATIONS[step.name]
-        stages = operation.server_stages(step) or []
-        where = server_pending(step)
+        name, collection = run.step.collection, self.db[run.step.collection]
+        operation = OPERATIONS[run.step.name]
+        stages = operation.server_stages(run.step) or []
+        where = server_pending(run.step)
         after = {"_id": {"$gt": last}} if has_last else {}
         query = {"$and": [after, where]} if after else where
         found, high = self._range_end(collection, query)
         if not found:
             return None
         span = {"_id": {"$lte": high, **({"$gt": last} if has_last else {})}}
-        run = ObjectId()
-        key = {"m": migration_id, "s": index, "c": name}
+        batch = ObjectId()  # names this batch's backups
+        key = {"m": run.migration_id, "s": run.index, "c": name}
         collection.aggregate(
             [
                 {"$match": {"$and": [span, where]}},
@@ -218,7 +213,7 @@ class InServerSteps:
                         "_id": {**{k: {"$literal": v} for k, v in key.items()}, "id": "$original._id"},
                         "original": "$original",
                         "after": "$after",
-                        "run": run,
+                        "run": batch,
                     }
                 },
                 {"$merge": {"into": BACKUP, "on": "_id", "whenMatched": "replace", "whenNotMatched": "insert"}},
@@ -226,8 +221,8 @@ class InServerSteps:
         )
         # This batch's backups: a range of mongopat_backup's _id (documents compare field by field).
         lower = {**key, "id": last} if has_last else {**key, "id": MinKey()}
-        mine = {"_id": {"$gt" if has_last else "$gte": lower, "$lte": {**key, "id": high}}, "run": run}
-        side = operation.server_side_documents(step) or {}
+        mine = {"_id": {"$gt" if has_last else "$gte": lower, "$lte": {**key, "id": high}}, "run": batch}
+        side = operation.server_side_documents(run.step) or {}
         for collection_name, side_stages in side.items():
             # Before the rewrite, as the client side writes them: a crash after it leaves none missing.
             self._side_documents(BACKUP, [{"$match": mine}, {"$replaceWith": "$after"}], side_stages, collection_name)
@@ -237,7 +232,7 @@ class InServerSteps:
         backed = [d["i"] for d in ids]
         rewritten = collection.update_many({"$and": [{"_id": {"$in": backed}}, where]}, stages).matched_count
         raced = self._mark_raced(name, mine)
-        gone = self._side_documents_of_deleted(step, name, mine, side) if side else 0
+        gone = self._side_documents_of_deleted(run.step, name, mine, side) if side else 0
         if gone:
             count(stats, "deleted_meanwhile", gone)
         count(stats, "transformed", rewritten)

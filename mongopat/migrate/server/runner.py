@@ -10,7 +10,7 @@ bucket step in ``bucket_steps.py``, collection steps in ``collection_steps.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import bson
@@ -18,9 +18,9 @@ from pymongo import ASCENDING
 from pymongo.errors import PyMongoError
 
 from mongopat.migrate.bookkeeping import BACKUP, Changelog, Lock, original_name, stage_name
+from mongopat.migrate.contracts import AppliedResult, ChangelogEntry, StepRun, StepState
 from mongopat.migrate.runner import (
     CATCH_UP_PASSES,
-    KindRunner,
     RunnerBase,
     RunOptions,
     StepOutcome,
@@ -44,6 +44,9 @@ MEASURE_SAMPLE = 1000
 class Runner(RunnerBase):
     """Migrations against one database (pymongo or mongomock)."""
 
+    changelog: Changelog
+    kinds: Mapping[str, ServerSteps]
+
     def __init__(self, db: Any, migrations: list[Migration], options: RunOptions | None = None) -> None:
         self.db = db
         self.migrations = migrations
@@ -54,19 +57,19 @@ class Runner(RunnerBase):
         client = getattr(db, "client", None)
         self.lag = LagGuard(client.admin if client is not None else None, self.options.max_lag)
         self.retried = 0
-        self.kinds: dict[str, KindRunner] = {
+        self.kinds: dict[str, ServerSteps] = {
             "document": DocumentSteps(self),
             "regroup": BucketSteps(self),
             "collection": CollectionSteps(self),
         }
 
     def kind(self, step: Step) -> ServerSteps:
-        return self.kinds[step.type.kind]  # type: ignore[return-value]
+        return self.kinds[step.type.kind]
 
-    def _catch_up_applied(self, to: str | None, just_applied: set[str]) -> list[dict[str, Any]]:
+    def _catch_up_applied(self, to: str | None, just_applied: set[str]) -> list[AppliedResult]:
         """Migrate documents written in the old shape since their migration was applied (an application
         that has not switched yet), in migration order; one result per migration that had some."""
-        results = []
+        results: list[AppliedResult] = []
         entries = self.changelog.all()
         for migration in self.migrations:
             entry = entries.get(migration.id) or {}
@@ -77,12 +80,13 @@ class Runner(RunnerBase):
             migrated = 0
             for index, step in enumerate(migration.steps):
                 kind = self.kind(step)
-                where = kind.pending_filter(migration.id, index, step)
+                run = StepRun(migration.id, index, step)
+                where = kind.pending_filter(run)
                 if where is None or not self.db[step.collection].count_documents(where, limit=1):
                     continue
                 state = (entry.get("steps") or [{}] * (index + 1))[index]
                 outcome = StepOutcome(stats=dict(state.get("stats") or {}))
-                migrated += kind.catch_up(migration.id, index, step, state, outcome)
+                migrated += kind.catch_up(run.with_state(state), outcome)
                 self.changelog.step(migration.id, index, stats=outcome.stats)
             if migrated:
                 results.append(
@@ -109,7 +113,7 @@ class Runner(RunnerBase):
             total = sum(
                 self.db[step.collection].count_documents(where)
                 for index, step in enumerate(migration.steps)
-                if (where := self.kind(step).pending_filter(migration.id, index, step)) is not None
+                if (where := self.kind(step).pending_filter(StepRun(migration.id, index, step))) is not None
             )
             if total:
                 found[migration.id] = total
@@ -126,7 +130,7 @@ class Runner(RunnerBase):
 
     step_failures = (*RunnerBase.step_failures, PyMongoError)
 
-    def _run_notes(self, entry: dict[str, Any]) -> list[str]:
+    def _run_notes(self, entry: ChangelogEntry) -> list[str]:
         notes = [self.lag.note] if self.lag.note else []
         notes.extend(_online_notes(entry.get("steps") or []))
         if self.retried:
@@ -135,15 +139,14 @@ class Runner(RunnerBase):
             notes.append(f"paused {self.lag.paused:.0f} s for replication lag")
         return notes
 
-    def _run_step_retrying(self, migration_id: str, index: int, step: Step) -> StepOutcome:
+    def _run_step_retrying(self, run: StepRun) -> StepOutcome | None:
         """Run a step; on a transient fault (election, network, killed cursor, write conflict) wait and
         resume from the last checkpoint, a bounded number of times. Permanent errors go up at once."""
         attempt = 0
         while True:
             try:
                 # Read under the retry too: after a fault the server may still be away when the checkpoint is read.
-                state = self.step_state(migration_id, index)
-                return self._run_step(migration_id, index, step, state)
+                return self._run_step(run.with_state(self.step_state(run.migration_id, run.index)))
             except PyMongoError as error:
                 if not is_transient(error) or attempt >= self.options.retries:
                     raise
@@ -206,9 +209,7 @@ class Runner(RunnerBase):
 
     def passes(
         self,
-        migration_id: str,
-        index: int,
-        step: Step,
+        run: StepRun,
         outcome: StepOutcome,
         where: dict[str, Any],
         done_stat: str,
@@ -222,33 +223,33 @@ class Runner(RunnerBase):
         migrated = 0
         # A pass reads at most what the scan read: behind an application that inserts faster than mongopat
         # migrates, the passes end all the same, and the next up goes on.
-        ceiling = self.db[step.collection].estimated_document_count() // self.options.batch_size + 2
+        ceiling = self.db[run.step.collection].estimated_document_count() // self.options.batch_size + 2
         for _pass in range(CATCH_UP_PASSES):
             if new_pass is not None:
                 new_pass()
             before = outcome.stats.get(done_stat, 0)
-            budget = min(self._budget(step.collection, where), ceiling)
-            for batch in self.scan(step.collection, None, False, where, budget):
+            budget = min(self._budget(run.step.collection, where), ceiling)
+            for batch in self.scan(run.step.collection, None, False, where, budget):
                 last, written = apply(batch)
                 outcome.read += len(batch)
                 outcome.written += written
-                self.checkpoint(migration_id, index, outcome, len(batch), written, last, None)
+                self.checkpoint(run, outcome, len(batch), written, last, None)
             done = outcome.stats.get(done_stat, 0) - before
             migrated += done
             if not done:
                 break
         outcome.stats["caught_up"] = outcome.stats.get("caught_up", 0) + migrated
-        outcome.stats["pending_left"] = self.db[step.collection].count_documents(where)
+        outcome.stats["pending_left"] = self.db[run.step.collection].count_documents(where)
         return migrated
 
     def checkpoint(
-        self, migration_id: str, index: int, outcome: StepOutcome, read: int, written: int, last: Any, total: int | None
+        self, run: StepRun, outcome: StepOutcome, read: int, written: int, last: Any, total: int | None
     ) -> None:
         """A batch of a step run by one worker is done: its checkpoint (one changelog update), the lease,
         then pacing and progress."""
         self.changelog.checkpoint(
-            migration_id,
-            index,
+            run.migration_id,
+            run.index,
             read,
             written,
             last_id=last,
@@ -257,27 +258,27 @@ class Runner(RunnerBase):
             written=outcome.written,
             stats=outcome.stats,
         )
-        self.after_batch(migration_id, index, outcome.read, total)
+        self.after_batch(run, outcome.read, total)
 
-    def after_batch(self, migration_id: str, index: int, done: int, total: int | None = None) -> None:
+    def after_batch(self, run: StepRun, done: int, total: int | None = None) -> None:
         """Pacing, progress and the tests' faults, then the lease: renewed after any pause, so that a run
         paused past its lease learns it lost the lock before it writes again."""
         self.throttle.after(done)
         self.lag.wait()
         if self.options.progress is not None:
-            self.options.progress(migration_id, index, done, total)
+            self.options.progress(run.migration_id, run.index, done, total)
         if self.options.on_batch is not None:
-            self.options.on_batch(migration_id, index, done)
+            self.options.on_batch(run.migration_id, run.index, done)
         self.lock.renew()
 
     def _budget(self, name: str, where: dict[str, Any]) -> int:
         """Batches a pass over the documents matching ``where`` may take: as many as match now, and one."""
         return self.db[name].count_documents(where) // self.options.batch_size + 1
 
-    def catalog(self, migration_id: str, index: int, state: dict[str, Any]) -> ServerCatalog:
+    def catalog(self, run: StepRun) -> ServerCatalog:
         return ServerCatalog(
-            self.db, self.changelog, migration_id, index, state, self.scan,
-            lambda done: self.after_batch(migration_id, index, done), self.options.batch_size,
+            self.db, self.changelog, run.migration_id, run.index, run.state, self.scan,
+            lambda done: self.after_batch(run, done), self.options.batch_size,
         )  # fmt: skip
 
     # -- down ------------------------------------------------------------------------------------
@@ -331,7 +332,7 @@ def _both(query: dict[str, Any], where: dict[str, Any] | None) -> dict[str, Any]
     return {"$and": [query, where]} if query else where
 
 
-def _online_notes(steps: list[dict[str, Any]]) -> list[str]:
+def _online_notes(steps: list[StepState]) -> list[str]:
     """What the application's writes during the run cost, per step that met any (from the changelog)."""
     wording = {
         "conflicts": "write(s) lost a race with the application and were redone",
@@ -343,8 +344,8 @@ def _online_notes(steps: list[dict[str, Any]]) -> list[str]:
     for position, step in enumerate(steps):
         if step.get("in_server"):
             notes.append(f"step {position + 1} ({step.get('step')}): computed inside the server")
-        elif step.get("client_side") and "needs Python" not in step["client_side"]:
-            notes.append(f"step {position + 1} ({step.get('step')}): on the client side ({step['client_side']})")
+        elif (why := step.get("client_side")) and "needs Python" not in why:
+            notes.append(f"step {position + 1} ({step.get('step')}): on the client side ({why})")
         stats = step.get("stats") or {}
         for key, text in wording.items():
             if stats.get(key):

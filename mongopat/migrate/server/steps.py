@@ -7,17 +7,21 @@ the checkpoint after each batch. The kinds are ``document_steps.py``, ``bucket_s
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pymongo.errors import OperationFailure
 
 from mongopat.migrate.catalog import index_name
+from mongopat.migrate.contracts import MigrationLock, StepRun
 from mongopat.migrate.operations import STEP_OPERATIONS
-from mongopat.migrate.runner import KindRunner, StepOutcome
+from mongopat.migrate.runner import KindRunner, RunOptions, StepOutcome
 from mongopat.migrate.steps import Step
 
 if TYPE_CHECKING:
+    from mongopat.migrate.bookkeeping import Changelog
     from mongopat.migrate.server.runner import Runner
+    from mongopat.migrate.throttling import Throttle
 
 # BSON sort order of _id type brackets: $gt only matches within a bracket, so the scan hops between them.
 TYPE_BRACKETS = [
@@ -68,50 +72,60 @@ class ServerSteps(KindRunner):
         return self.runner.db
 
     @property
-    def options(self) -> Any:
+    def options(self) -> RunOptions:
         return self.runner.options
 
     @property
-    def changelog(self) -> Any:
+    def changelog(self) -> Changelog:
         return self.runner.changelog
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> MigrationLock:
         return self.runner.lock
 
     @property
-    def throttle(self) -> Any:
+    def throttle(self) -> Throttle:
         return self.runner.throttle
 
-    def scan(self, *args: Any, **kwargs: Any) -> Any:
-        return self.runner.scan(*args, **kwargs)
+    def scan(
+        self, name: str, last_id: Any, has_last: bool, where: dict[str, Any] | None = None, budget: int | None = None
+    ) -> Iterator[list[Any]]:
+        return self.runner.scan(name, last_id, has_last, where, budget)
 
-    def passes(self, *args: Any, **kwargs: Any) -> int:
-        return self.runner.passes(*args, **kwargs)
+    def passes(
+        self,
+        run: StepRun,
+        outcome: StepOutcome,
+        where: dict[str, Any],
+        done_stat: str,
+        apply: Callable[[list[Any]], tuple[Any, int]],
+        new_pass: Callable[[], None] | None = None,
+    ) -> int:
+        return self.runner.passes(run, outcome, where, done_stat, apply, new_pass)
 
-    def _checkpoint(self, *args: Any, **kwargs: Any) -> None:
-        self.runner.checkpoint(*args, **kwargs)
+    def _checkpoint(
+        self, run: StepRun, outcome: StepOutcome, read: int, written: int, last: Any, total: int | None
+    ) -> None:
+        self.runner.checkpoint(run, outcome, read, written, last, total)
 
-    def _after_batch(self, *args: Any, **kwargs: Any) -> None:
-        self.runner.after_batch(*args, **kwargs)
+    def _after_batch(self, run: StepRun, done: int, total: int | None = None) -> None:
+        self.runner.after_batch(run, done, total)
 
     def _collection(self, name: str) -> Any:
         return self.runner.raw_collection(name)
 
-    def create_own_index(
-        self, migration_id: str, index: int, step: Step, keys: dict[str, Any], stats: dict[str, Any]
-    ) -> None:
+    def create_own_index(self, run: StepRun, keys: dict[str, Any], stats: dict[str, Any]) -> None:
         """Create one of the step's indexes on its own collection. One it did not find is named in
         ``stats["indexes_added"]``, recorded before it is created (a crash in between leaves a name whose
         drop finds nothing): ``down`` drops only those, never an index the collection had before."""
         wanted = list(keys.items())
-        collection = self.db[step.collection]
+        collection = self.db[run.step.collection]
         if any(list(dict(spec["key"]).items()) == wanted for spec in collection.list_indexes()):
             return
         added = stats.setdefault("indexes_added", [])
         if index_name(keys) not in added:
             added.append(index_name(keys))
-            self.changelog.step(migration_id, index, stats=stats)
+            self.changelog.step(run.migration_id, run.index, stats=stats)
         collection.create_index(wanted)
 
     def drop_own_indexes(self, step: Step, stats: dict[str, Any]) -> None:
@@ -123,24 +137,24 @@ class ServerSteps(KindRunner):
                 with contextlib.suppress(OperationFailure, KeyError, ValueError):
                     self.db[collection].drop_index(list(dict(keys).items()))
 
-    def missing_indexes(self, migration_id: str, index: int, step: Step, state: dict[str, Any]) -> list[str]:
+    def missing_indexes(self, run: StepRun) -> list[str]:
         """The step's indexes (``indexes()`` of its module) that its collections lack; none asked of a
         stamped step, whose data was put in shape by someone else."""
-        if (state.get("stats") or {}).get("stamped"):
+        if (run.state.get("stats") or {}).get("stamped"):
             return []
-        return self.runner.catalog(migration_id, index, state).missing_indexes(STEP_OPERATIONS[step.name].indexes(step))
+        return self.runner.catalog(run).missing_indexes(STEP_OPERATIONS[run.step.name].indexes(run.step))
 
     # -- what only a server has: an application writing the old shape after up --------------------
 
-    def pending_filter(self, migration_id: str, index: int, step: Step) -> dict[str, Any] | None:
+    def pending_filter(self, run: StepRun) -> dict[str, Any] | None:
         """The documents the step leaves in the old shape, or None for a step without any."""
         return None
 
-    def old_shape(self, migration_id: str, index: int, step: Step) -> int | None:
-        where = self.pending_filter(migration_id, index, step)
-        return None if where is None else self.db[step.collection].count_documents(where)
+    def old_shape(self, run: StepRun) -> int | None:
+        where = self.pending_filter(run)
+        return None if where is None else self.db[run.step.collection].count_documents(where)
 
-    def catch_up(self, migration_id: str, index: int, step: Step, state: dict[str, Any], outcome: StepOutcome) -> int:
+    def catch_up(self, run: StepRun, outcome: StepOutcome) -> int:
         """Migrate what the application wrote in the old shape since the step was applied; returns the
         documents migrated."""
         return 0
