@@ -66,6 +66,8 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "unset nested": {"step": "unset_field", "field": "coupon.percent"},
         "rename nested": {"step": "rename_field", "from": "coupon.code", "to": "coupon.id"},
         "computed nested": {"step": "computed", "field": "totals.items", "expression": "sum(items.qty)"},
+        "subset": {"field": "items", "keep": 3, "full_collection": "items_full"},
+        "outlier": {"field": "items", "threshold": 3, "overflow_collection": "items_overflow"},
     },
     "weather": {
         "set_field": {"field": "reviewed", "value": True},
@@ -81,6 +83,8 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "rename nested": {"step": "rename_field", "from": "wind.speed.rate", "to": "wind.speed.value"},
         "computed nested": {"step": "computed", "field": "airTemperature.f",
                             "expression": "airTemperature.value * 1.8 + 32"},
+        "subset": {"field": "sections", "keep": 2, "full_collection": "items_full"},
+        "outlier": {"field": "sections", "threshold": 2, "overflow_collection": "items_overflow"},
     },
 }  # fmt: skip
 
@@ -173,8 +177,7 @@ def server() -> tuple[str, Any]:
     uri = os.environ.get("MONGOPAT_BENCH_URI")
     if uri:
         return uri, None
-    sys.path.insert(0, str(ROOT / "tests"))
-    from server_process import ServerProcess, daemon_path
+    from tests.support.server import ServerProcess, daemon_path
 
     program = daemon_path()
     if program is None:

@@ -53,6 +53,9 @@ STEPS: dict[str, dict[str, Any]] = {
     "map_to_array": {"field": "meta", "layout": "pair", "key_field": "name", "value_field": "value"},
     "map_to_array_nested": {"field": "note.deep", "layout": "pair"},
     "polymorphic_nested": {"type_field": "kind", "rules": [{"when_has": "meta.b", "type": "b"}], "default": None},
+    # lines is a list, a sub-document or missing; an element is a document or a number.
+    "subset": {"field": "lines", "keep": 2, "full_collection": "items_full"},
+    "outlier": {"field": "lines", "threshold": 2, "overflow_collection": "items_overflow"},
 }
 STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_field",
              "polymorphic_default": "polymorphic", "set_field_nested": "set_field",
@@ -239,51 +242,72 @@ def test_a_run_stopped_after_any_batch_resumes_to_the_same_bytes(mongo, tmp_path
         mongo.client.drop_database(mongo.db_name + "_r")
 
 
-class CrashingBackups:
-    """mongopat_backup, whose ``crash_at``-th aggregation kills the run: inside a batch, between the
-    writes of its side documents, its rewrite and the clean-up after it."""
+class Crashing:
+    """A collection whose ``crash_at``-th call of ``method`` kills the run."""
 
-    def __init__(self, collection: Any, crash_at: int) -> None:
-        self._collection, self.crash_at, self.calls = collection, crash_at, 0
-
-    def aggregate(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls += 1
-        if self.calls == self.crash_at:
-            raise RuntimeError("killed inside a batch")
-        return self._collection.aggregate(*args, **kwargs)
+    def __init__(self, collection: Any, method: str, crash_at: int) -> None:
+        self._collection, self.method, self.crash_at, self.calls = collection, method, crash_at, 0
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._collection, name)
+        attribute = getattr(self._collection, name)
+        if name != self.method:
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            if self.calls == self.crash_at:
+                raise RuntimeError("killed inside a batch")
+            return attribute(*args, **kwargs)
+
+        return call
 
 
 @pytest.mark.server_only("the server computes the transform")
-@pytest.mark.parametrize("crash_at", [1, 2, 3, 5])
-def test_a_run_killed_inside_a_batch_resumes_to_the_same_side_documents(mongo, tmp_path, crash_at):
-    """A batch of document_versioning is three aggregations on the backups (first revisions, rewrite,
-    clean-up): killed before any of them, the next up ends with the same documents and revisions."""
+@pytest.mark.parametrize("case", ["document_versioning", "subset", "outlier"])
+@pytest.mark.parametrize(
+    ("collection", "method", "crash_at"),
+    [
+        ("mongopat_backup", "aggregate", 1),  # before the first range's side documents
+        ("mongopat_backup", "aggregate", 2),  # before its check
+        ("mongopat_backup", "aggregate", 4),  # inside the second range
+        ("items", "aggregate", 1),  # rewritten, originals in the documents, no backup yet
+        ("items", "aggregate", 2),  # the same, in the second range
+        ("items", "update_many", 2),  # backed up, originals not released yet
+    ],
+)
+def test_a_run_killed_inside_a_batch_resumes_to_the_same_bytes(mongo, tmp_path, case, collection, method, crash_at):
+    """Killed anywhere inside a range (between its rewrite, backups, side documents, release and check),
+    the next up settles the range first and ends with the same documents and side documents, no original
+    left in a document and every backup kept."""
     reference_db, db = mongo.client[mongo.db_name + "_r"], mongo.db
     try:
         for target in (reference_db, db):
-            target.items.insert_many(documents(30, seed=6))
-        folder = migration(tmp_path, "document_versioning")
+            target.items.insert_many(documents(60, seed=6, nan=False))
+        folder = migration(tmp_path, case)
         Runner(reference_db, load_folder(folder), RunOptions(batch_size=8)).up()
         with pytest.raises(RuntimeError, match="killed inside a batch"):
             Runner(
-                WithBackups(db, CrashingBackups(db["mongopat_backup"], crash_at)),
+                WithCollection(db, collection, Crashing(db[collection], method, crash_at)),
                 load_folder(folder),
                 RunOptions(batch_size=8),
             ).up()
         Runner(db, load_folder(folder), RunOptions(batch_size=8)).up()
-        for name in ("items", "items_history"):
+        created = [name for name in reference_db.list_collection_names() if name.startswith("items_")]
+        for name in ("items", *created):
             assert raw_documents(db, name) == raw_documents(reference_db, name)
+        assert db.items.count_documents({"__mongopat_original": {"$exists": True}}) == 0
         assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
+        before = raw_documents(reference_db, "items")
+        Runner(reference_db, load_folder(folder), RunOptions(batch_size=8)).down("base")
+        Runner(db, load_folder(folder), RunOptions(batch_size=8)).down("base")
+        assert raw_documents(db, "items") == raw_documents(reference_db, "items") != before
     finally:
         mongo.client.drop_database(mongo.db_name + "_r")
 
 
 class FirstRewriteRaced:
     """The application, as test_online's harness sees it: it writes two documents just before the first
-    rewrite from the backups."""
+    aggregation of the wrapped collection (after the range's rewrite)."""
 
     lock = contextlib.nullcontext()
 
@@ -297,40 +321,48 @@ class FirstRewriteRaced:
             self.db.items.delete_one({"_id": 7})
             self.changed.append(7)
             return
-        self.db.items.update_one({"_id": 3}, {"$set": {"status": "app", "flag": "mine"}})
+        self.db.items.update_one({"_id": 3}, {"$set": {"status": "app"}})
         self.db.items.update_one({"_id": 5}, {"$inc": {"qty": 100}})
         self.changed.extend([3, 5])
 
 
-class WithBackups:
-    """The database, with ``backups`` (a wrapper of mongopat_backup) in the place of mongopat_backup."""
+class WithCollection:
+    """The database, with ``wrapped`` in the place of its collection ``name``."""
 
-    def __init__(self, db: Any, backups: Any) -> None:
-        self._db, self.backups = db, backups
+    def __init__(self, db: Any, name: str, wrapped: Any) -> None:
+        self._db, self.name_wrapped, self.wrapped = db, name, wrapped
 
     def __getitem__(self, name: str) -> Any:
-        return self.backups if name == "mongopat_backup" else self._db[name]
+        return self.wrapped if name == self.name_wrapped else self._db[name]
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._db, name)
+        return self.wrapped if name == self.name_wrapped else getattr(self._db, name)
 
 
-def raced(db: Any, app: FirstRewriteRaced) -> WithBackups:
+def raced(db: Any, app: FirstRewriteRaced) -> WithCollection:
     """The database, whose mongopat_backup lets ``app`` write before each of its aggregations."""
-    return WithBackups(db, BackupCollection(db["mongopat_backup"], app))
+    return WithCollection(db, "mongopat_backup", BackupCollection(db["mongopat_backup"], app))
 
 
 @pytest.mark.server_only("the server computes the transform")
-def test_a_document_changed_between_its_backup_and_its_rewrite_is_rewritten_from_the_new_version(mongo, tmp_path):
-    """The rewrite is an update of each document as it is then: the application's write is transformed
-    with the rest, and the backup, no longer the version rewritten, is marked so that down gives the
-    document the step's inverse, keeping the application's change."""
+@pytest.mark.parametrize("moment", ["before its backup", "after its original is released"])
+def test_a_document_changed_after_its_rewrite_keeps_the_change_through_down(mongo, tmp_path, moment):
+    """The application writes a rewritten document before its backup is taken from the original it holds,
+    or once the original is out of it: the backup's ``after`` is what the stages made of the original,
+    not the document as it is then, so the backup is marked and down gives the document the step's
+    inverse, keeping the application's change."""
     db = mongo.db
     db.items.insert_many(documents(20, nan=False))
     folder = migration(tmp_path, "set_field")
     app = FirstRewriteRaced(db)
-    Runner(raced(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
+    target = (
+        WithCollection(db, "items", BackupCollection(db["items"], app))
+        if moment == "before its backup"
+        else raced(db, app)
+    )
+    Runner(target, load_folder(folder), RunOptions(batch_size=50)).up()
     assert app.changed == [3, 5]
+    assert db.items.count_documents({"__mongopat_original": {"$exists": True}}) == 0
     three, five = db.items.find_one({"_id": 3}), db.items.find_one({"_id": 5})
     assert three["status"] == "app" and three["flag"] == {"on": True, "since": 3}
     assert five["qty"] >= 100 and five["flag"] == {"on": True, "since": 3}
@@ -347,18 +379,24 @@ def test_a_document_changed_between_its_backup_and_its_rewrite_is_rewritten_from
 
 
 @pytest.mark.server_only("the server computes the transform")
-def test_a_document_deleted_before_its_rewrite_leaves_no_side_document(mongo, tmp_path):
-    """document_versioning's first revisions are written from the backups before the rewrite (a crash
-    after it leaves none missing); one whose document the application deleted meanwhile is removed."""
+@pytest.mark.parametrize(("moment", "backed_up"), [("before its backup", 19), ("after its backup", 20)])
+def test_a_document_deleted_after_its_rewrite_leaves_no_side_document(mongo, tmp_path, moment, backed_up):
+    """document_versioning's first revisions are made from the range's backups; a document the
+    application deleted after its rewrite has none (deleted before its backup: no backup either)."""
     db = mongo.db
     db.items.insert_many(documents(20))
     folder = migration(tmp_path, "document_versioning")
     app = FirstRewriteRaced(db, delete=True)
-    Runner(raced(db, app), load_folder(folder), RunOptions(batch_size=50)).up()
+    target = (
+        WithCollection(db, "items", BackupCollection(db["items"], app))
+        if moment == "before its backup"
+        else raced(db, app)
+    )
+    Runner(target, load_folder(folder), RunOptions(batch_size=50)).up()
     assert app.changed == [7] and db.items.find_one({"_id": 7}) is None
     assert sorted(d["_id"]["doc"] for d in db.items_history.find()) == [i for i in range(20) if i != 7]
     stats = step_state(db)["stats"]
-    assert stats["deleted_meanwhile"] == 1 and stats["transformed"] == 19 and stats["pending_left"] == 0
+    assert stats["deleted_meanwhile"] == 1 and stats["transformed"] == backed_up and stats["pending_left"] == 0
 
 
 @pytest.mark.server_only("a decision about a server")
@@ -366,7 +404,10 @@ def test_a_document_deleted_before_its_rewrite_leaves_no_side_document(mongo, tm
     ("spec", "why"),
     [
         ({"step": "map_to_array", "field": "absent", "layout": "merge"}, "needs Python"),
-        ({"step": "subset", "field": "lines", "keep": 2, "full_collection": "items_full"}, "needs Python"),
+        (
+            {"step": "subset", "field": "lines", "keep": 2, "sort": {"price": -1}, "full_collection": "items_full"},
+            "needs Python",
+        ),
         ({"step": "set_field", "field": "flag", "value": 1, "mixed_ids": True}, "several BSON types"),
     ],
 )

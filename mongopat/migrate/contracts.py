@@ -42,6 +42,7 @@ class StepState(TypedDict, total=False):
     ranges: list[dict[str, Any]]  # parallel workers: each _id range's own checkpoint
     in_server: bool | None  # computed by the server (server/in_server_steps.py), decided once
     client_side: str | None  # why not
+    stashed_to: Any  # in the server: the end of the range whose documents may still hold their originals
 
 
 class ChangelogEntry(TypedDict, total=False):

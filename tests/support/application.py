@@ -155,8 +155,8 @@ class InterleavingCollection:
 
 
 class BackupCollection:
-    """mongopat_backup, whose aggregations (the rewrite of a step run inside the server) let the
-    application write first: into the window between a range's backup and its rewrite."""
+    """mongopat_backup, whose aggregations (a step run inside the server: the side documents made from a
+    range's backups, the check of what changed since the rewrite) let the application write first."""
 
     def __init__(self, collection: Any, app: Application) -> None:
         self._collection, self._app = collection, app

@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 
 _MISSING = object()
 
+# Where a server's stages find a document's original beside what the step made of it: the input of
+# :meth:`DocumentOperation.server_side_documents` holds it (subset and outlier move its elements). A name no
+# application uses.
+ORIGINAL = "__mongopat_original"
+
 
 class StepError(ValueError):
     """A step's parameters are wrong; the message names the parameter."""
@@ -270,8 +275,9 @@ class DocumentOperation(StepOperation):
 
     def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
         """Per collection the step creates, the stages a server runs on each transformed document (as
-        :meth:`server_stages` leave it) to make the side document :meth:`transform` gives, or None when
-        they need Python. Steps that create no collection have none to make."""
+        :meth:`server_stages` leave it, with its original under :data:`ORIGINAL`) to make the side
+        documents :meth:`transform` gives, or None when they need Python. Steps that create no collection
+        have none to make."""
         return None if step.created_collections() else {}
 
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:

@@ -8,7 +8,18 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan
 from mongopat.guide.writes import WritePlan, command
-from mongopat.migrate.operations.base import INT, STR, DocumentOperation, Param, Step, StepType, restore_field
+from mongopat.migrate.operations.base import (
+    INT,
+    ORIGINAL,
+    STR,
+    DocumentOperation,
+    Param,
+    Step,
+    StepType,
+    has_field,
+    restore_field,
+    top_level,
+)
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document
 
 if TYPE_CHECKING:
@@ -172,6 +183,32 @@ class Operation(DocumentOperation):
         doc[name] = elements[:limit]
         doc[step.params["flag_field"]] = True
         return Result(doc, {step.params["overflow_collection"]: overflow})
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        p = step.params
+        if not top_level(p["field"], p["flag_field"]):
+            return None
+        return [{"$set": {p["field"]: {"$slice": [f"${p['field']}", p["threshold"]]}, p["flag_field"]: True}}]
+
+    def server_pending(self, step: Step) -> Any:
+        # The filter's "field.N exists" also matches a document whose field is an object with a key "N".
+        name, limit = f"${step.params['field']}", step.params["threshold"]
+        longer = {"$cond": [{"$isArray": name}, {"$gt": [{"$size": name}, limit]}, False]}
+        return {"$and": [longer, {"$not": [has_field(step.params["flag_field"])]}]}
+
+    def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
+        """The original's elements past the threshold, a page of ``threshold`` of them per document."""
+        if self.server_stages(step) is None:
+            return None
+        name, limit = step.params["field"], step.params["threshold"]
+        elements = f"${ORIGINAL}.{name}"
+        number = {"$toInt": {"$divide": ["$$start", limit]}}  # the page: 1 from the threshold on
+        page = {"$let": {"vars": {"p": number}, "in": {"_id": {"parent": "$_id", "page": "$$p"}, "parentId": "$_id",
+                                                         "page": "$$p",
+                                                         name: {"$slice": [elements, "$$start", limit]}}}}  # fmt: skip
+        pages = {"$map": {"input": {"$range": [limit, {"$size": elements}, limit]}, "as": "start", "in": page}}
+        stages: list[dict[str, Any]] = [{"$project": {"_id": 0, "e": pages}}, {"$unwind": "$e"}, {"$replaceWith": "$e"}]
+        return {step.params["overflow_collection"]: stages}
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

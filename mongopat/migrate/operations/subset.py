@@ -9,7 +9,18 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
-from mongopat.migrate.operations.base import DICT, INT, STR, DocumentOperation, Param, Step, StepType, restore_field
+from mongopat.migrate.operations.base import (
+    DICT,
+    INT,
+    ORIGINAL,
+    STR,
+    DocumentOperation,
+    Param,
+    Step,
+    StepType,
+    restore_field,
+    top_level,
+)
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path
 
 if TYPE_CHECKING:
@@ -179,6 +190,37 @@ class Operation(DocumentOperation):
         doc[name] = _sorted(elements, step.params["sort"])[: step.params["keep"]]
         doc[f"{name}Count"] = len(elements)
         return Result(doc, {step.params["full_collection"]: full})
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        # In the stored order only: the order of a sort (MongoDB 5.2's $sortArray) is not Python's for
+        # missing values and mixed types.
+        name = step.params["field"]
+        if step.params["sort"] or not top_level(name):
+            return None
+        # One $set: both read the list as it was.
+        return [{"$set": {name: {"$slice": [f"${name}", step.params["keep"]]}, f"{name}Count": {"$size": f"${name}"}}}]
+
+    def server_pending(self, step: Step) -> Any:
+        name = step.params["field"]
+        return {"$and": [{"$isArray": f"${name}"}, {"$eq": [{"$type": f"${name}Count"}, "missing"]}]}
+
+    def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
+        """Every element of the original's list, at its index, with its parent (a value that is not a
+        document as ``value``)."""
+        if self.server_stages(step) is None:
+            return None
+        elements = f"${ORIGINAL}.{step.params['field']}"
+        element = {
+            "$let": {
+                "vars": {"x": {"$arrayElemAt": [elements, "$$i"]}},
+                "in": {"$cond": [{"$eq": [{"$type": "$$x"}, "object"]}, "$$x", {"value": "$$x"}]},
+            }
+        }
+        place = {"_id": {"parent": "$_id", "index": "$$i"}, "parentId": "$_id", "index": "$$i"}
+        full = {"$map": {"input": {"$range": [0, {"$size": elements}]}, "as": "i",
+                         "in": {"$mergeObjects": [place, element]}}}  # fmt: skip
+        stages: list[dict[str, Any]] = [{"$project": {"_id": 0, "e": full}}, {"$unwind": "$e"}, {"$replaceWith": "$e"}]
+        return {step.params["full_collection"]: stages}
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

@@ -1,32 +1,39 @@
 """Document steps a server computes itself, for steps whose transform is aggregation stages
-(``server_stages``): no document travels between the server and mongopat.
+(``server_stages``): no document and no ``_id`` travels between the server and mongopat.
 
-Each batch is an ``_id`` range holding ``batch_size`` pending documents, taken in four commands:
+Each batch is an ``_id`` range holding ``batch_size`` pending documents:
 
-1. **backup**: the range's pending documents, each with what the step's stages make of it, merged into
-   ``mongopat_backup`` as ``{_id: backup id, original, after, run}`` (``run`` names the batch); the side
-   documents of a step that makes them are merged from these backups next;
-2. **ids**: the ``_id``s of this batch's backups (a few bytes a document);
-3. **rewrite**: ``update`` with the same stages as a pipeline, on those ``_id``s still pending. Each
-   document's update is atomic, on MongoDB as on the test server: it transforms the document as it is at
-   that moment, so an application's write landing between the backup and the rewrite is transformed with
-   the rest, never overwritten. A document inserted into the range meanwhile has no backup and is not
-   rewritten (the catch-up takes it); one deleted stays deleted;
-4. **check**: backups whose document is not what ``up`` made of the original they keep (changed between
-   backup and rewrite, or since) are marked ``raced``: ``down`` gives those the step's inverse, never the
-   original. A document rewritten from the application's version keeps the side documents of the version
-   backed up; and one whose change the step's own transform erases (``unset`` of the very field it wrote)
-   cannot be told from one left alone, so ``down`` gives it the original kept.
+1. **rewrite**: one ``update`` whose pipeline first keeps the document as it is in the document itself
+   (``__mongopat_original: {k: migration/step, d: $$ROOT}``), then applies the step's stages. Each
+   document's update is atomic, on MongoDB as on the test server: the original kept is exactly the
+   version transformed, and an application's write lands before it (and is transformed) or after it;
+2. **backup**: an aggregation over the range's documents holding an original puts each original and what
+   the same stages make of it into ``mongopat_backup`` (``$merge`` into mongopat's own collection); the
+   side documents of a step that makes them (``document_versioning``'s first revisions, ``subset``'s full
+   list, ``outlier``'s overflow pages) are merged from these backups into their collection next;
+3. **release**: an update pipeline ``$unset`` of the originals kept in the range's documents;
+4. **check**: backups whose document is no longer what ``up`` made of the original (the application
+   changed it since its rewrite, or deleted it) are marked ``raced``: ``down`` gives those the step's
+   inverse, never the original. A change the step's own transform would erase (the application writing
+   the very field ``unset_field`` removes) cannot be told from none, so ``down`` gives that document the
+   original kept.
+
+The changelog records the range before its rewrite (``stashed_to``) and clears it with the range's
+checkpoint: a run stopped anywhere in between settles that range first (steps 2 to 4 again), so a crash
+leaves no original in a document and no document without its backup. An application reading the range
+meanwhile sees the field ``__mongopat_original`` for the moment between steps 1 and 3.
 
 ``down`` restores a document still equal to ``after`` byte for byte and gives one the application
-changed since the step's inverse (``document_steps.py``). Checkpoints are the ranges' last ``_id``s: a crash
-anywhere replays at most one range, whose backups are taken again from the documents still pending.
+changed since the step's inverse (``document_steps.py``).
 
 Operators: update pipelines with ``$set``, ``$unset`` and ``$replaceWith`` (MongoDB 4.2), ``$merge`` into
-mongopat's own collections (4.2), ``$setField`` for nested paths (5.0, ``operations/server_paths.py``), the
-steps' ``$isNumber`` (4.4), ``$type``, ``$switch``, ``$cond``, ``$let``, ``$lookup`` and ``$$REMOVE``: all
-in MongoDB 5.0. A collection is taken on the client side instead when it holds ``_id``s of several BSON
-types (a range stays within one), or is sharded and the step writes its shard key.
+mongopat's own collections (4.2), ``$bsonSize`` (4.4), ``$setField`` for nested paths (5.0,
+``operations/server_paths.py``), the steps' ``$isNumber`` (4.4), ``$type``, ``$switch``, ``$cond``, ``$let``,
+``$map``, ``$range``, ``$slice``, ``$mergeObjects``, ``$lookup`` and ``$$REMOVE``: all in MongoDB 5.0. A
+collection is taken on the client side instead when it holds ``_id``s of several BSON types (a range stays
+within one), is sharded and the step writes its shard key, or has a ``$jsonSchema`` validator refusing
+fields it does not name; a document over 7 MiB (its original would not fit beside it) is left to a
+client-side pass after the server's.
 """
 
 from __future__ import annotations
@@ -40,12 +47,20 @@ from pymongo.errors import OperationFailure
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.contracts import StepRun, StepState
 from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.operations.base import ORIGINAL
 from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
 from mongopat.migrate.server.steps import ServerSteps
 from mongopat.migrate.steps import Step
 
-# Where a document's original rides along while the stages transform it: a name no application uses.
-ORIGINAL = "__mongopat_original"
+# ORIGINAL (operations/base.py) is also where the rewrite keeps a document's original in the document until
+# its backup is taken (a document of the application's holding that name is left to the client side).
+# A document holds its original beside itself for a moment: one larger than this would not fit in 16 MB
+# with its copy (``$bsonSize``, MongoDB 4.4); the client side takes it.
+STASH_LIMIT = 7 * 1024 * 1024
+FITS_TWICE = {"$expr": {"$lte": [{"$bsonSize": "$$ROOT"}, STASH_LIMIT]}}
+# What the stages of a step's side documents read: the document as the step left it, with its original
+# under ORIGINAL (subset and outlier move the original's elements; document_versioning copies the result).
+SIDE_INPUT = [{"$replaceWith": {"$mergeObjects": ["$after", {ORIGINAL: "$original"}]}}]
 
 
 class InServerSteps(ServerSteps):
@@ -74,6 +89,8 @@ class InServerSteps(ServerSteps):
         name = step.collection
         if (why := self._shard_key_because(step)) is not None:
             return why
+        if (why := self._validator_because(step)) is not None:
+            return why
         ends = [
             found[0]["_id"]
             for direction in (ASCENDING, DESCENDING)
@@ -81,6 +98,19 @@ class InServerSteps(ServerSteps):
         ]
         if len({_bracket(value) for value in ends}) > 1:
             return "its _ids are of several BSON types"
+        return None
+
+    def _validator_because(self, step: Step) -> str | None:
+        """Why a validated collection stays on the client side: its ``$jsonSchema`` refuses fields it does
+        not name, and the rewrite keeps each original in its document until it is backed up."""
+        try:
+            found = list(self.db.list_collections(filter={"name": step.collection}))
+        except OperationFailure:
+            return None
+        validator = ((found[0].get("options") or {}).get("validator") or {}) if found else {}
+        schema = validator.get("$jsonSchema") if isinstance(validator, dict) else None
+        if isinstance(schema, dict) and schema.get("additionalProperties") is False:
+            return "its validator refuses fields it does not name"
         return None
 
     def _shard_key_because(self, step: Step) -> str | None:
@@ -112,23 +142,28 @@ class InServerSteps(ServerSteps):
         )
         total = self.db[run.step.collection].estimated_document_count()
         self.throttle.start(outcome.read)
+        last, has_last = run.state.get("last_id"), run.state.get("has_last", False)
+        if (open_to := run.state.get("stashed_to")) is not None:
+            # A run stopped inside a range: its rewritten documents still hold their originals.
+            backed = self._settle(run, last, has_last, open_to, outcome.stats, replay=True)
+            outcome.read += backed
+            self._checkpoint(run, outcome, backed, 0, open_to, total, stashed_to=None)
+            last, has_last = open_to, True
         budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
-        self._in_server_pass(run, outcome, run.state.get("last_id"), run.state.get("has_last", False),
-                             budget, total)  # fmt: skip
+        self._in_server_pass(run, outcome, last, has_last, budget, total, replay=False)
         self.in_server_catch_up(run, outcome)
         return outcome
 
     def in_server_catch_up(self, run: StepRun, outcome: StepOutcome) -> int:
-        """Passes over the documents still pending (changed by the application between a backup and its
-        rewrite, or written in the old shape since), as the client-side runner's catch-up passes; returns
-        the documents migrated."""
+        """Passes over the documents still pending (written in the old shape behind the scan or since, or
+        changed back to it), as the client-side runner's catch-up passes; returns the documents migrated."""
         where = server_pending(run.step)
         collection = self.db[run.step.collection]
         ceiling = collection.estimated_document_count() // self.options.batch_size + 2
         migrated = 0
         for _pass in range(CATCH_UP_PASSES):
             budget = min(collection.count_documents(where) // self.options.batch_size + 1, ceiling)
-            done = self._in_server_pass(run, outcome, None, False, budget, None)
+            done = self._in_server_pass(run, outcome, None, False, budget, None, replay=True)
             migrated += done
             if not done:
                 break
@@ -144,12 +179,14 @@ class InServerSteps(ServerSteps):
         has_last: bool,
         budget: int,
         total: int | None,
+        replay: bool,
     ) -> int:
         """Ranges of pending documents after ``last``, at most ``budget`` of them, each checkpointed;
-        returns the documents rewritten."""
+        returns the documents rewritten. ``replay``: the side documents of these documents may exist
+        already (a catch-up pass: the application wrote a migrated document back in the old shape)."""
         rewritten = 0
         for _batch in range(budget):
-            taken = self._in_server_batch(run, last, has_last, outcome.stats)
+            taken = self._in_server_batch(run, last, has_last, outcome.stats, replay)
             if taken is None:
                 break
             last, has_last = taken[0], True
@@ -157,24 +194,8 @@ class InServerSteps(ServerSteps):
             outcome.read += backed
             outcome.written += written
             rewritten += written
-            self._checkpoint(run, outcome, backed, written, last, total)
+            self._checkpoint(run, outcome, backed, written, last, total, stashed_to=None)
         return rewritten
-
-    def _side_documents_of_deleted(
-        self, step: Step, name: str, mine: dict[str, Any], side: dict[str, list[dict[str, Any]]]
-    ) -> int:
-        """Remove the side documents of this batch's documents the application deleted between their
-        backup and their rewrite (as the client side does); returns how many documents that was."""
-        gone = [{"$match": mine}, {"$lookup": {"from": name, "localField": "_id.id", "foreignField": "_id",
-                                               "as": "current"}}, {"$match": {"current": {"$size": 0}}}]  # fmt: skip
-        deleted = 0
-        for collection_name, stages in side.items():
-            ids = [d["_id"] for d in self.db[BACKUP].aggregate([*gone, {"$replaceWith": "$after"}, *stages,
-                                                                {"$project": {"_id": 1}}])]  # fmt: skip
-            if ids:
-                self.db[collection_name].delete_many({"_id": {"$in": ids}})
-            deleted = max(deleted, len(ids))
-        return deleted
 
     def _range_end(self, collection: Any, query: dict[str, Any]) -> tuple[bool, Any]:
         """Whether ``query`` matches a document, and the end of the next range: the ``_id`` of the
@@ -185,25 +206,47 @@ class InServerSteps(ServerSteps):
         return False, None
 
     def _in_server_batch(
-        self, run: StepRun, last: Any, has_last: bool, stats: dict[str, Any]
+        self, run: StepRun, last: Any, has_last: bool, stats: dict[str, Any], replay: bool
     ) -> tuple[Any, int, int] | None:
-        """Back up and rewrite the next range of pending documents; (its last _id, documents backed up,
-        documents rewritten), or None when none is left after ``last``."""
+        """Rewrite the next range of pending documents, each keeping its original, then settle the range;
+        (its last _id, documents backed up, documents rewritten), or None when none is left after
+        ``last``."""
+        collection = self.db[run.step.collection]
+        stages = OPERATIONS[run.step.name].server_stages(run.step) or []
+        after = {"_id": {"$gt": last}} if has_last else {}
+        where = server_pending(run.step)
+        found, high = self._range_end(collection, {"$and": [after, where]} if after else where)
+        if not found:
+            return None
+        # Before the rewrite: a crash from here on leaves documents of the range holding their originals,
+        # which the next run settles first.
+        self.changelog.step(run.migration_id, run.index, stashed_to=high)
+        takeable = [_span(last, has_last, high), where, {ORIGINAL: {"$exists": False}}, FITS_TWICE]
+        stash = {"$set": {ORIGINAL: {"k": stash_key(run), "d": "$$ROOT"}}}
+        rewritten = collection.update_many({"$and": takeable}, [stash, *stages]).matched_count
+        backed = self._settle(run, last, has_last, high, stats, replay)
+        if rewritten > backed:
+            count(stats, "deleted_meanwhile", rewritten - backed)
+        return high, backed, rewritten
+
+    def _settle(self, run: StepRun, last: Any, has_last: bool, high: Any, stats: dict[str, Any], replay: bool) -> int:
+        """The documents of a range holding their originals: each original and what the step's stages make
+        of it kept in ``mongopat_backup``, the step's side documents made from them, the originals taken
+        out of the documents, and the backups of documents changed since their rewrite marked ``raced``.
+        Returns the documents backed up. Every command can run again after a crash to the same end."""
         name, collection = run.step.collection, self.db[run.step.collection]
         operation = OPERATIONS[run.step.name]
         stages = operation.server_stages(run.step) or []
-        where = server_pending(run.step)
-        after = {"_id": {"$gt": last}} if has_last else {}
-        query = {"$and": [after, where]} if after else where
-        found, high = self._range_end(collection, query)
-        if not found:
-            return None
-        span = {"_id": {"$lte": high, **({"$gt": last} if has_last else {})}}
-        batch = ObjectId()  # names this batch's backups
+        span = _span(last, has_last, high)
+        holding = {"$and": [span, {f"{ORIGINAL}.k": stash_key(run)}]}
+        batch = ObjectId()  # names this range's backups
         key = {"m": run.migration_id, "s": run.index, "c": name}
         collection.aggregate(
             [
-                {"$match": {"$and": [span, where]}},
+                {"$match": holding},
+                # The original as the rewrite read it, transformed again by the same stages: what the rewrite
+                # wrote, whatever the application wrote since.
+                {"$replaceWith": f"${ORIGINAL}.d"},
                 {"$set": {ORIGINAL: "$$ROOT"}},
                 *stages,
                 {"$replaceWith": {"original": f"${ORIGINAL}", "after": "$$ROOT"}},
@@ -219,40 +262,57 @@ class InServerSteps(ServerSteps):
                 {"$merge": {"into": BACKUP, "on": "_id", "whenMatched": "replace", "whenNotMatched": "insert"}},
             ]
         )
-        # This batch's backups: a range of mongopat_backup's _id (documents compare field by field).
+        # This range's backups: a range of mongopat_backup's _id (documents compare field by field).
         lower = {**key, "id": last} if has_last else {**key, "id": MinKey()}
         mine = {"_id": {"$gt" if has_last else "$gte": lower, "$lte": {**key, "id": high}}, "run": batch}
         side = operation.server_side_documents(run.step) or {}
+        if side and replay and operation.side_collections:
+            # A document written back in the old shape since an earlier up: its earlier side documents go,
+            # so that a shorter list leaves none behind (as the client side does on a replay).
+            parents = [
+                d["i"] for d in self.db[BACKUP].aggregate([{"$match": mine}, {"$project": {"_id": 0, "i": "$_id.id"}}])
+            ]
+            for collection_name in side:
+                self.db[collection_name].delete_many({"parentId": {"$in": parents}})
         for collection_name, side_stages in side.items():
-            # Before the rewrite, as the client side writes them: a crash after it leaves none missing.
-            self._side_documents(BACKUP, [{"$match": mine}, {"$replaceWith": "$after"}], side_stages, collection_name)
-        # Only documents with a backup are rewritten: one inserted into the range since has none, and
-        # stays pending for the catch-up.
-        ids = self.db[BACKUP].aggregate([{"$match": mine}, {"$project": {"_id": 0, "i": "$_id.id"}}])
-        backed = [d["i"] for d in ids]
-        rewritten = collection.update_many({"$and": [{"_id": {"$in": backed}}, where]}, stages).matched_count
+            self._side_documents(BACKUP, [{"$match": mine}, *SIDE_INPUT], side_stages, collection_name)
+        collection.update_many(holding, [{"$unset": ORIGINAL}])
         raced = self._mark_raced(name, mine)
-        gone = self._side_documents_of_deleted(run.step, name, mine, side) if side else 0
+        gone = self._side_documents_of_deleted(name, mine, side) if side else 0
         if gone:
             count(stats, "deleted_meanwhile", gone)
-        count(stats, "transformed", rewritten)
+        backed = self.db[BACKUP].count_documents(mine)
+        count(stats, "transformed", backed)
         if raced:
             count(stats, "conflicts", raced)
-        return high, len(backed), rewritten
+        return backed
+
+    def _side_documents_of_deleted(self, name: str, mine: dict[str, Any], side: dict[str, list[dict[str, Any]]]) -> int:
+        """Remove the side documents of this range's documents the application deleted since their rewrite
+        (as the client side does); returns how many documents that was."""
+        gone = [{"$match": mine}, {"$lookup": {"from": name, "localField": "_id.id", "foreignField": "_id",
+                                               "as": "current"}}, {"$match": {"current": {"$size": 0}}}]  # fmt: skip
+        deleted = 0
+        for collection_name, stages in side.items():
+            made = self.db[BACKUP].aggregate([*gone, *SIDE_INPUT, *stages, {"$project": {"_id": 1}}])
+            ids = [d["_id"] for d in made]
+            if ids:
+                self.db[collection_name].delete_many({"_id": {"$in": ids}})
+            deleted = max(deleted, len(ids))
+        return deleted
 
     def _side_documents(
         self, source: str, pipeline: list[dict[str, Any]], stages: list[dict[str, Any]], into: str
     ) -> None:
         self.db[source].aggregate(
-            [*pipeline, *stages, {"$merge": {"into": into, "on": "_id", "whenMatched": "replace",
-                                             "whenNotMatched": "insert"}}]
+            [*pipeline, *stages, {"$project": {ORIGINAL: 0}},
+             {"$merge": {"into": into, "on": "_id", "whenMatched": "replace", "whenNotMatched": "insert"}}]
         )  # fmt: skip
 
     def _mark_raced(self, name: str, mine: dict[str, Any]) -> int:
-        """Mark this batch's backups whose document is not what ``up`` made of the original kept: the
-        application changed it between the backup and the rewrite (which then rewrote the application's
-        version), or since, or deleted it. ``down`` gives those the step's inverse, never the original
-        (``document_versions.left_alone``). Returns how many were marked."""
+        """Mark this range's backups whose document is no longer what ``up`` made of the original kept (the
+        application changed it since its rewrite, or deleted it): ``down`` gives those the step's inverse,
+        never the original (``document_versions.left_alone``). Returns how many were marked."""
         self.db[BACKUP].aggregate(
             [
                 {"$match": mine},
@@ -264,6 +324,15 @@ class InServerSteps(ServerSteps):
             ]
         )
         return self.db[BACKUP].count_documents({**mine, "raced": True})
+
+
+def _span(last: Any, has_last: bool, high: Any) -> dict[str, Any]:
+    return {"_id": {"$lte": high, **({"$gt": last} if has_last else {})}}
+
+
+def stash_key(run: StepRun) -> str:
+    """What marks an original kept in its document by this step of this migration (never by anything else)."""
+    return f"{run.migration_id}/{run.index}"
 
 
 def server_pending(step: Step) -> dict[str, Any]:

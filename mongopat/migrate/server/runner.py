@@ -243,10 +243,17 @@ class Runner(RunnerBase):
         return migrated
 
     def checkpoint(
-        self, run: StepRun, outcome: StepOutcome, read: int, written: int, last: Any, total: int | None
+        self,
+        run: StepRun,
+        outcome: StepOutcome,
+        read: int,
+        written: int,
+        last: Any,
+        total: int | None,
+        **fields: Any,
     ) -> None:
-        """A batch of a step run by one worker is done: its checkpoint (one changelog update), the lease,
-        then pacing and progress."""
+        """A batch of a step run by one worker is done: its checkpoint (one changelog update, with the
+        step's own ``fields``), the lease, then pacing and progress."""
         self.changelog.checkpoint(
             run.migration_id,
             run.index,
@@ -257,6 +264,7 @@ class Runner(RunnerBase):
             read=outcome.read,
             written=outcome.written,
             stats=outcome.stats,
+            **fields,
         )
         self.after_batch(run, outcome.read, total)
 

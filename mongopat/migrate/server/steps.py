@@ -104,9 +104,16 @@ class ServerSteps(KindRunner):
         return self.runner.passes(run, outcome, where, done_stat, apply, new_pass)
 
     def _checkpoint(
-        self, run: StepRun, outcome: StepOutcome, read: int, written: int, last: Any, total: int | None
+        self,
+        run: StepRun,
+        outcome: StepOutcome,
+        read: int,
+        written: int,
+        last: Any,
+        total: int | None,
+        **fields: Any,
     ) -> None:
-        self.runner.checkpoint(run, outcome, read, written, last, total)
+        self.runner.checkpoint(run, outcome, read, written, last, total, **fields)
 
     def _after_batch(self, run: StepRun, done: int, total: int | None = None) -> None:
         self.runner.after_batch(run, done, total)
