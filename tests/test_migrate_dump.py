@@ -526,3 +526,37 @@ def test_down_keeps_an_index_the_collection_had_before_the_step(tmp_path):
     assert make_runner(data, migrations).verify() == {"0001_b": []}
     make_runner(data, migrations).down()
     assert files(data) == before
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz", ".bson"])
+def test_documents_a_step_leaves_alone_keep_their_records(tmp_path, suffix):
+    """A document the step does not change is written back as the file held it (its line with the
+    exporter's spacing and number spelling, or its BSON bytes), not encoded again; the others as the step
+    made them."""
+    import gzip
+
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = [
+        b'{ "_id" : 1, "items" : [ 1, 2 ], "price" : 1.50 }',
+        b'{"_id":2,"items":[1,2,3,4,5],"price":{"$numberDouble":"2.0"}}',
+        b'{"_id" : 3 , "note" : "caf\\u00e9"}',
+    ]
+    path = data / f"orders{suffix}"
+    if suffix == ".bson":
+        records = [bson.encode(json_util.loads(line)) for line in lines]
+        path.write_bytes(b"".join(records))
+    else:
+        body = b"\r\n".join(lines) + b"\r\n"
+        path.write_bytes(gzip.compress(body) if suffix.endswith(".gz") else body)
+    migrations = write(tmp_path / "m", "0001_outlier", {"step": "outlier", "collection": "orders", "field": "items",
+                                                        "threshold": 3, "overflow_collection": "orders_more"})  # fmt: skip
+    make_runner(data, migrations).up()
+    written = path.read_bytes()
+    if suffix == ".bson":
+        assert written.startswith(records[0]) and written.endswith(records[2])
+        assert bson.decode(written[len(records[0]) : -len(records[2])])["has_overflow"] is True
+        return
+    out = (gzip.decompress(written) if suffix.endswith(".gz") else written).split(b"\n")
+    assert out[0] == lines[0] and out[2] == lines[2] and out[3] == b""
+    assert json_util.loads(out[1])["items"] == [1, 2, 3] and json_util.loads(out[1])["has_overflow"] is True

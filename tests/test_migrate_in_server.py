@@ -472,3 +472,23 @@ def test_a_sharded_collection_stays_in_the_server_unless_the_step_writes_its_sha
     steps.db = ShardedDatabase(key, sharded)
     found = steps._shard_key_because(build_step({"collection": "items", **spec}))
     assert found is None if why is None else why in found
+
+
+@pytest.mark.server_only("the server computes the transform")
+def test_documents_the_server_cannot_hold_twice_are_the_client_sides(mongo, tmp_path):
+    """A document over 7 MiB would not fit in 16 MB beside its original, and one holding mongopat's field
+    must not lose it: both are left to a client-side pass after the server's, and down restores all."""
+    db = mongo.db
+    db.items.insert_many(documents(20, nan=False))
+    db.items.insert_one({"_id": 100, "blob": "x" * (7 * 1024 * 1024 + 10)})
+    db.items.insert_one({"_id": 101, "__mongopat_original": "the application's"})
+    before = raw_documents(db, "items")
+    folder = migration(tmp_path, "set_field")
+    Runner(db, load_folder(folder), RunOptions(batch_size=8)).up()
+    state = step_state(db)
+    assert state["in_server"] is True and state["stats"]["pending_left"] == 0
+    assert db.items.count_documents({"flag": {"$exists": False}}) == 0
+    assert db.items.find_one({"_id": 101})["__mongopat_original"] == "the application's"
+    assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
+    Runner(db, load_folder(folder), RunOptions(batch_size=8)).down("base")
+    assert raw_documents(db, "items") == before

@@ -26,7 +26,9 @@ CONFLICT_ROUNDS = 5
 
 
 class Version(NamedTuple):
-    """A document as read: its bytes where the backend keeps them for ``down`` (a server), and decoded."""
+    """A document as read: its record as the backend holds it (a server's BSON, kept for ``down``; a dump
+    file's BSON document or line, written back as it was when the step leaves the document alone), and
+    decoded."""
 
     raw: bytes | None
     document: Document

@@ -590,10 +590,28 @@ def _read_json(path: Path, part: FilePart | None = None) -> Iterator[tuple[dict[
 def read_json_documents(path: Path) -> Iterator[dict[str, Any]]:
     """Decoded documents without their BSON sizes (for rewriting files, where sizes are not needed)."""
     for line_number, record in _json_records(path):
-        try:
-            yield decode_document(record) if type(record) is bytes else decode_value(record)
-        except (JSONDecodeError, ExtendedJSONError, ValueError) as exc:
-            raise InputError(f"{path}:{line_number}: not a valid Extended JSON document: {json_problem(exc)}") from None
+        yield decode_json_record(path, line_number, record)
+
+
+def json_lines_and_documents(path: Path) -> Iterator[tuple[bytes | None, dict[str, Any]]]:
+    """Each document of a JSON export decoded, with its line as the file holds it (None for the documents
+    of a ``--jsonArray`` or ``--pretty`` export, which have no line of their own)."""
+    for line_number, record in _json_records(path):
+        yield (record if type(record) is bytes else None), decode_json_record(path, line_number, record)
+
+
+def bson_records_and_documents(path: Path) -> Iterator[tuple[bytes, dict[str, Any]]]:
+    """Each document of a BSON file decoded, with its bytes as the file holds them."""
+    for offset, record in _bson_records(path):
+        yield record, _decode_bson_record(path, offset, record)[0]
+
+
+def decode_json_record(path: Path, line_number: int, record: Any) -> dict[str, Any]:
+    """A line of a mongoexport file (bytes) or a parsed document, decoded; the line is named on error."""
+    try:
+        return decode_document(record) if type(record) is bytes else decode_value(record)
+    except (JSONDecodeError, ExtendedJSONError, ValueError) as exc:
+        raise InputError(f"{path}:{line_number}: not a valid Extended JSON document: {json_problem(exc)}") from None
 
 
 def json_problem(exc: Exception) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.document_batches import Change, Version, apply_batches, refuse_existing
-from mongopat.migrate.dump_folder.files import DocumentWriter, decoded_documents
+from mongopat.migrate.dump_folder.files import DocumentWriter, records_and_documents
 from mongopat.migrate.dump_folder.rewrites import FileRewrites
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import StepOutcome, count
@@ -32,15 +32,22 @@ class DocumentFiles(FileRewrites):
         batch_size = self.runner.options.batch_size
 
         def write_batch(batch: list[Version], _written: int) -> None:
-            # Every document, in file order: as the step made it, or as it was (not pending, or unchanged).
+            # Every document, in file order: as the step made it, or as it was (not pending, or unchanged),
+            # its record written back untouched.
             for version in batch:
-                main.write(store.replaced.pop(id(version), version.document))
+                replaced = store.replaced.pop(id(version), None)
+                if replaced is not None:
+                    main.write(replaced)
+                elif version.raw is not None:
+                    main.write_record(version.raw)
+                else:
+                    main.write(version.document)
                 for key, amount in operation.file_stats(version.document, run.step).items():
                     count(outcome.stats, key, amount)
             if outcome.read % batch_size == 0:
                 self.runner.hook(run.migration_id, run.index, outcome.read)
 
-        apply_batches(store, run.step, _batches(decoded_documents(source), batch_size), outcome, write_batch)
+        apply_batches(store, run.step, _batches(records_and_documents(source), batch_size), outcome, write_batch)
         return outcome.read, outcome.stats
 
     def problems(
@@ -99,10 +106,10 @@ class FileDocuments:
         return versions
 
 
-def _batches(documents: Iterator[Document], size: int) -> Iterator[list[Version]]:
+def _batches(documents: Iterator[tuple[bytes | None, Document]], size: int) -> Iterator[list[Version]]:
     batch: list[Version] = []
-    for document in documents:
-        batch.append(Version(None, document))
+    for record, document in documents:
+        batch.append(Version(record, document))
         if len(batch) == size:
             yield batch
             batch = []

@@ -29,6 +29,8 @@ from mongopat.sources.dump import (
     _json_records,
     _open,
     _read_bson,
+    bson_records_and_documents,
+    json_lines_and_documents,
     read_json_documents,
 )
 from mongopat.sources.extjson import encode_document, loads
@@ -272,6 +274,12 @@ class DocumentWriter:
             self.handle.write(encode_document(document, self.canonical) + b"\n")
         self.count += 1
 
+    def write_record(self, record: bytes) -> None:
+        """A document as the collection's file held it (a BSON document, a line of an export in this
+        writer's format): written back as it was."""
+        self.handle.write(record if self.bson else record.rstrip(b"\r\n") + b"\n")
+        self.count += 1
+
     def close(self) -> None:
         if self.handle is not self.raw:
             self.handle.close()
@@ -282,6 +290,15 @@ class DocumentWriter:
 
 def backup_name(migration_id: str, index: int, file_name: str) -> str:
     return f"mongopat_backup__{migration_id}__{index}__{file_name}"
+
+
+def records_and_documents(path: Path) -> Iterator[tuple[bytes | None, Document]]:
+    """The documents of a collection file, each decoded and with its record as the file holds it (None
+    where it has none of its own: a ``--jsonArray`` or ``--pretty`` export), so that a document a step
+    leaves alone is written back byte for byte."""
+    if path.name.endswith(BSON_SUFFIXES):
+        return bson_records_and_documents(path)
+    return json_lines_and_documents(path)
 
 
 def decoded_documents(path: Path) -> Iterator[Document]:

@@ -51,7 +51,13 @@ from mongopat.migrate.server.document_versions import (
     unchanged_since,
     versions_of,
 )
-from mongopat.migrate.server.in_server_steps import ORIGINAL, InServerSteps, stash_key
+from mongopat.migrate.server.in_server_steps import (
+    LEFT_TO_THE_CLIENT_SIDE,
+    ORIGINAL,
+    InServerSteps,
+    server_pending,
+    stash_key,
+)
 from mongopat.migrate.server.steps import PYTHON_BRACKET
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document, hashable_key
@@ -77,9 +83,10 @@ class DocumentSteps(InServerSteps):
         if self.in_server(run):
             outcome = self.in_server_step(run)
             if outcome.stats.get("pending_left"):
-                # Documents the server could not rewrite with their original beside them (too large for
-                # both, or holding mongopat's field): the client side takes them, and any still racing.
-                self._catch_up_client_side(run, {}, outcome)
+                # Documents the server cannot rewrite with their original beside them (too large for both,
+                # or holding mongopat's field) are the client side's.
+                self._catch_up_client_side(run, {}, outcome, only=LEFT_TO_THE_CLIENT_SIDE)
+                outcome.stats["pending_left"] = self.db[name].count_documents(server_pending(run.step))
             self._finish_document_step(run, outcome.stats)
             return outcome
         kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
@@ -116,9 +123,11 @@ class DocumentSteps(InServerSteps):
             return self.in_server_catch_up(run, outcome)
         return self._catch_up_client_side(run, {}, outcome)
 
-    def _catch_up_client_side(self, run: StepRun, kept: dict[Any, Any], outcome: StepOutcome) -> int:
-        """Migrate the documents still in the old shape: written by the application behind the scan, or in
-        the old shape again since (see :meth:`passes`)."""
+    def _catch_up_client_side(
+        self, run: StepRun, kept: dict[Any, Any], outcome: StepOutcome, only: dict[str, Any] | None = None
+    ) -> int:
+        """Migrate the documents still in the old shape (those ``only`` matches too): written by the
+        application behind the scan, or in the old shape again since (see :meth:`passes`)."""
 
         def new_pass() -> None:
             kept.clear()  # documents inserted since: a tree's new nodes have parents the first map lacks
@@ -129,7 +138,8 @@ class DocumentSteps(InServerSteps):
             versions = versions_of(batch)
             return versions[-1].document["_id"], apply_batch(store, run.step, versions, outcome.stats, replay=True)
 
-        return self.passes(run, outcome, OPERATIONS[run.step.name].pending(run.step), "transformed", apply, new_pass)
+        pending = OPERATIONS[run.step.name].pending(run.step)
+        return self.passes(run, outcome, {"$and": [pending, only]} if only else pending, "transformed", apply, new_pass)
 
     def _finish_document_step(self, run: StepRun, stats: dict[str, Any]) -> None:
         for collection, keys in OPERATIONS[run.step.name].indexes(run.step):

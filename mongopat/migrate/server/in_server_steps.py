@@ -58,6 +58,10 @@ from mongopat.migrate.steps import Step
 # with its copy (``$bsonSize``, MongoDB 4.4); the client side takes it.
 STASH_LIMIT = 7 * 1024 * 1024
 FITS_TWICE = {"$expr": {"$lte": [{"$bsonSize": "$$ROOT"}, STASH_LIMIT]}}
+# The pending documents the server leaves to the client side's pass after its own.
+LEFT_TO_THE_CLIENT_SIDE = {
+    "$or": [{"$expr": {"$gt": [{"$bsonSize": "$$ROOT"}, STASH_LIMIT]}}, {ORIGINAL: {"$exists": True}}]
+}
 # What the stages of a step's side documents read: the document as the step left it, with its original
 # under ORIGINAL (subset and outlier move the original's elements; document_versioning copies the result).
 SIDE_INPUT = [{"$replaceWith": {"$mergeObjects": ["$after", {ORIGINAL: "$original"}]}}]
