@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from types import SimpleNamespace
 from typing import Any
 
 import bson
@@ -438,16 +439,29 @@ def test_the_embedded_engine_takes_every_step_on_the_client_side(mongo, tmp_path
     assert not db.items.count_documents({"legacy": {"$exists": True}})
 
 
+class ShardedClient:
+    """mongos: the config database (its collections' entry for shop.items) and the server's version."""
+
+    def __init__(self, entry: dict[str, Any] | None, version: tuple[int, ...]) -> None:
+        self.entry, self.version = entry, version
+
+    def __getitem__(self, _database: str) -> dict[str, Any]:
+        return {"collections": SimpleNamespace(find_one=lambda _query: self.entry)}
+
+    def server_info(self) -> dict[str, Any]:
+        return {"versionArray": [*self.version, 0]}
+
+
 class ShardedDatabase:
     """What mongos answers about one sharded collection: collStats says sharded, config.collections
     holds its key (or nothing, as when the user may not read config)."""
 
     name = "shop"
 
-    def __init__(self, key: dict[str, Any] | None, sharded: bool = True) -> None:
+    def __init__(self, key: dict[str, Any] | None, sharded: bool = True, version: tuple[int, ...] = (7, 0, 2)) -> None:
         entry = None if key is None else {"_id": "shop.items", "key": key}
         self.sharded = sharded
-        self.client = {"config": {"collections": type("Found", (), {"find_one": lambda _self, _q: entry})()}}
+        self.client = ShardedClient(entry, version)
 
     def command(self, _name: str, _collection: str) -> dict[str, Any]:
         return {"sharded": self.sharded}
@@ -463,13 +477,21 @@ class ShardedDatabase:
         ({"step": "unset_field", "field": "shard"}, {"shard.zone": "hashed"}, True, "shard.zone"),
         ({"step": "set_field", "field": "flag", "value": 1}, None, True, "could not be read"),
         ({"step": "rename_field", "from": "customerId", "to": "cid"}, {"customerId": 1}, False, None),
+        (
+            {"step": "subset", "field": "lines", "keep": 2, "full_collection": "items_full"},
+            {"customerId": 1},
+            True,
+            None,
+        ),
+        ({"step": "set_field", "field": "flag", "value": 1}, {"customerId": 1}, (5, 0, 9), "needs MongoDB 5.1"),
     ],
 )
 def test_a_sharded_collection_stays_in_the_server_unless_the_step_writes_its_shard_key(spec, key, sharded, why):
     """The rewrite updates the collection's own documents (every shard takes its part) and the backups go
     into mongopat's unsharded collection: only a step that writes the shard key goes to the client side."""
-    steps = InServerSteps()
-    steps.db = ShardedDatabase(key, sharded)
+    version = sharded if isinstance(sharded, tuple) else (7, 0, 2)
+    database = ShardedDatabase(key, bool(sharded), version)
+    steps = InServerSteps(SimpleNamespace(db=database))  # what the decision reads of a runner
     found = steps._shard_key_because(build_step({"collection": "items", **spec}))
     assert found is None if why is None else why in found
 

@@ -119,14 +119,19 @@ class InServerSteps(ServerSteps):
 
     def _shard_key_because(self, step: Step) -> str | None:
         """Why a sharded collection stays on the client side: the step writes its shard key (or the key
-        cannot be read). The rewrite is an update of the collection's own documents, which a sharded
-        collection takes on every shard at once; the backups' ``$merge`` goes into mongopat's own
-        unsharded collection, so neither needs the shard key in ``on``."""
+        cannot be read), or the server is older than 5.1. The rewrite and the release are updates of the
+        collection's own documents, which a sharded collection takes on every shard at once; the
+        ``$merge`` stages go into mongopat's own unsharded collections (on their ``_id``), so none needs the
+        shard key in ``on``; the check reads the collection with ``$lookup``, whose ``from`` may be
+        sharded from MongoDB 5.1 on."""
         try:
             if not self.db.command("collStats", step.collection).get("sharded"):
                 return None
         except OperationFailure:
             return None  # no such collection yet: nothing to shard
+        version = list((self.db.client.server_info().get("versionArray") or [0, 0])[:2])
+        if version < [5, 1]:
+            return "the collection is sharded and $lookup from a sharded collection needs MongoDB 5.1"
         try:
             found = self.db.client["config"]["collections"].find_one({"_id": f"{self.db.name}.{step.collection}"})
         except OperationFailure:
