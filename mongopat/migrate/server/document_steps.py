@@ -87,6 +87,9 @@ class DocumentSteps(InServerSteps):
                 # or holding mongopat's field) are the client side's.
                 self._catch_up_client_side(run, {}, outcome, only=LEFT_TO_THE_CLIENT_SIDE)
                 outcome.stats["pending_left"] = self.db[name].count_documents(server_pending(run.step))
+                outcome.stats["backups"] = self.db[BACKUP].count_documents(
+                    {"_id.m": run.migration_id, "_id.s": run.index}
+                )
             self._finish_document_step(run, outcome.stats)
             return outcome
         kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
@@ -254,15 +257,19 @@ class DocumentSteps(InServerSteps):
         # The application may insert and delete documents: counts before and after say nothing. What must
         # hold is that every document transformed kept its original for down.
         problems = self.missing_indexes(run)
+        backed = self.db[BACKUP].count_documents({"_id.m": run.migration_id, "_id.s": run.index})
         if run.state.get("in_server"):
-            # Inside the server a document's original is kept by the very update that rewrites it; what
-            # must hold is that every one reached its backup (a document written back in the old shape and
-            # rewritten again counts twice in the figures, and keeps one backup).
+            # Inside the server a document's original is kept by the very update that rewrites it: what
+            # must hold is that every one reached its backup, and that the backups counted at the end of
+            # the run are all still there (a document written back in the old shape and rewritten again
+            # counts twice in the figures, and keeps one backup).
+            kept = (run.state.get("stats") or {}).get("backups")
+            if kept is not None and backed < kept:
+                problems.append(f"{run.step.collection}: {kept - backed} original(s) not kept for rollback")
             held = self.db[run.step.collection].count_documents({f"{ORIGINAL}.k": stash_key(run)})
             if held:
                 problems.append(f"{run.step.collection}: {held} document(s) still hold their original")
             return problems
-        backed = self.db[BACKUP].count_documents({"_id.m": run.migration_id, "_id.s": run.index})
         transformed = (run.state.get("stats") or {}).get("transformed", 0)
         if backed < transformed:
             problems.append(f"{run.step.collection}: {transformed - backed} original(s) not kept for rollback")

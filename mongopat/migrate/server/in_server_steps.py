@@ -178,6 +178,9 @@ class InServerSteps(ServerSteps):
                 break
         outcome.stats["caught_up"] = outcome.stats.get("caught_up", 0) + migrated
         outcome.stats["pending_left"] = collection.count_documents(where)
+        # What verify finds again later: the backups this step keeps (one per document, however often it
+        # was rewritten).
+        outcome.stats["backups"] = self.db[BACKUP].count_documents({"_id.m": run.migration_id, "_id.s": run.index})
         return migrated
 
     def _in_server_pass(
