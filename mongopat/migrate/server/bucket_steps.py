@@ -37,6 +37,7 @@ from mongopat.migrate.server.document_versions import (
     decoded_id,
     keep_backups,
     left_alone,
+    step_backups,
     unchanged_since,
     versions_of,
 )
@@ -112,12 +113,12 @@ class BucketSteps(ServerSteps):
         self.throttle.start(outcome.read)
         last_id, has_last = run.state.get("last_id"), run.state.get("has_last", False)
         budget = (total or 0) // self.options.batch_size + 2
-        for number, batch in enumerate(self.scan(name, last_id, has_last, where, budget)):
+        for number, batch in enumerate(self.runner.scan(name, last_id, has_last, where, budget)):
             last_id = decoded_id(batch[-1])
             written = self._move_readings(run, batch, outcome.stats, fill, number == 0)
             outcome.read += len(batch)
             outcome.written += written
-            self._checkpoint(run, outcome, len(batch), written, last_id, total)
+            self.runner.checkpoint(run, outcome, len(batch), written, last_id, total)
         self._bucket_catch_up(run, outcome, fill)
         outcome.stats["passthrough"] = (
             self.db[name].count_documents({"readings": {"$exists": False}}) - outcome.stats["pending_left"]
@@ -131,7 +132,7 @@ class BucketSteps(ServerSteps):
             written = self._move_readings(run, batch, outcome.stats, fill, True)
             return decoded_id(batch[-1]), written
 
-        return self.passes(run, outcome, bucket.pending(run.step), "moved", apply)
+        return self.runner.passes(run, outcome, bucket.pending(run.step), "moved", apply)
 
     def _move_readings(
         self,
@@ -308,7 +309,7 @@ class BucketSteps(ServerSteps):
                 + (f": {shown}" if shown else ""),
                 hint="run 'mongopat migrate down' again (readings already unpacked are not duplicated)",
             )
-        query = {"_id.m": run.migration_id, "_id.s": run.index}
+        query = step_backups(run.migration_id, run.index)
         self.db[BACKUP].delete_many(query)
         self.drop_own_indexes(run.step, stats)
 
@@ -383,7 +384,7 @@ class BucketSteps(ServerSteps):
         """Every reading moved kept its original for down, and every bucket's count is its readings'."""
         name = run.step.collection
         problems = []
-        backed = self.db[BACKUP].count_documents({"_id.m": run.migration_id, "_id.s": run.index})
+        backed = self.backups_kept(run)
         if backed < stats.get("moved", 0):
             problems.append(f"{name}: {stats['moved'] - backed} reading(s) moved without their original kept")
         wrong = self.db[name].count_documents(

@@ -48,6 +48,7 @@ from mongopat.migrate.server.document_versions import (
     left_alone,
     original_bytes,
     raw_bytes,
+    step_backups,
     unchanged_since,
     versions_of,
 )
@@ -87,9 +88,7 @@ class DocumentSteps(InServerSteps):
                 # or holding mongopat's field) are the client side's.
                 self._catch_up_client_side(run, {}, outcome, only=LEFT_TO_THE_CLIENT_SIDE)
                 outcome.stats["pending_left"] = self.db[name].count_documents(server_pending(run.step))
-                outcome.stats["backups"] = self.db[BACKUP].count_documents(
-                    {"_id.m": run.migration_id, "_id.s": run.index}
-                )
+                outcome.stats["backups"] = self.backups_kept(run)
             self._finish_document_step(run, outcome.stats)
             return outcome
         kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
@@ -107,11 +106,11 @@ class DocumentSteps(InServerSteps):
             read=run.state.get("read", 0), written=run.state.get("written", 0), stats=dict(run.state.get("stats") or {})
         )
         budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
-        batches = self.scan(name, run.state.get("last_id"), run.state.get("has_last", False), None, budget)
+        batches = self.runner.scan(name, run.state.get("last_id"), run.state.get("has_last", False), None, budget)
 
         def checkpoint(batch: list[Version], written: int) -> None:
             last = batch[-1].document["_id"]
-            self._checkpoint(run, outcome, len(batch), written, last, total)
+            self.runner.checkpoint(run, outcome, len(batch), written, last, total)
 
         apply_batches(ServerDocuments(self, run, kept), run.step, map(versions_of, batches), outcome, checkpoint)
         self._catch_up_client_side(run, kept, outcome)
@@ -142,7 +141,9 @@ class DocumentSteps(InServerSteps):
             return versions[-1].document["_id"], apply_batch(store, run.step, versions, outcome.stats, replay=True)
 
         pending = OPERATIONS[run.step.name].pending(run.step)
-        return self.passes(run, outcome, {"$and": [pending, only]} if only else pending, "transformed", apply, new_pass)
+        return self.runner.passes(
+            run, outcome, {"$and": [pending, only]} if only else pending, "transformed", apply, new_pass
+        )
 
     def _finish_document_step(self, run: StepRun, stats: dict[str, Any]) -> None:
         for collection, keys in OPERATIONS[run.step.name].indexes(run.step):
@@ -237,7 +238,7 @@ class DocumentSteps(InServerSteps):
                 )
                 with done_lock:
                     done["read"] += len(batch)
-                    self._after_batch(run, done["read"], total)
+                    self.runner.after_batch(run, done["read"], total)
             return part
 
         with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
@@ -257,7 +258,7 @@ class DocumentSteps(InServerSteps):
         # The application may insert and delete documents: counts before and after say nothing. What must
         # hold is that every document transformed kept its original for down.
         problems = self.missing_indexes(run)
-        backed = self.db[BACKUP].count_documents({"_id.m": run.migration_id, "_id.s": run.index})
+        backed = self.backups_kept(run)
         if run.state.get("in_server"):
             # Inside the server a document's original is kept by the very update that rewrites it: what
             # must hold is that every one reached its backup, and that the backups counted at the end of
@@ -280,7 +281,7 @@ class DocumentSteps(InServerSteps):
     def revert(self, run: StepRun) -> None:
         db, name = self.db, run.step.collection
         backups = db[BACKUP]
-        query = {"_id.m": run.migration_id, "_id.s": run.index}
+        query = step_backups(run.migration_id, run.index)
         unresolved: list[Any] = []
         chunk: list[dict[str, Any]] = []
         for kept in self._collection(BACKUP).find(query):  # as stored: an original's exact bytes
@@ -317,7 +318,7 @@ class DocumentSteps(InServerSteps):
         side = self.db[run.step.created_collections()[0]]
         unresolved: list[Any] = []
         query = {marker: {"$exists": True}, **({"_id": {"$nin": skip}} if skip else {})}
-        for batch in self.scan(run.step.collection, None, False, query):
+        for batch in self.runner.scan(run.step.collection, None, False, query):
             documents = [decoded(raw) for raw in batch]
             parents = {
                 hashable_key(i) for i in side.distinct("parentId", {"parentId": {"$in": [d["_id"] for d in documents]}})

@@ -74,6 +74,11 @@ def backup_id(migration_id: str, step: int, collection: str, document_id: Any) -
     return {"m": migration_id, "s": step, "c": collection, "id": document_id}
 
 
+def step_backups(migration_id: str, step: int) -> dict[str, Any]:
+    """The filter of the backups one step of a migration keeps in ``mongopat_backup``."""
+    return {"_id.m": migration_id, "_id.s": step}
+
+
 def backup(key: dict[str, Any], raw: bytes, after: bytes) -> dict[str, Any]:
     """What ``down`` needs of one document: the bytes read, and a digest of what replaced them."""
     return {"_id": key, "raw": raw, "after": digest(after)}

@@ -156,7 +156,7 @@ class InServerSteps(ServerSteps):
             # A run stopped inside a range: its rewritten documents still hold their originals.
             backed = self._settle(run, last, has_last, open_to, outcome.stats, replay=True)
             outcome.read += backed
-            self._checkpoint(run, outcome, backed, 0, open_to, total, stashed_to=None)
+            self.runner.checkpoint(run, outcome, backed, 0, open_to, total, stashed_to=None)
             last, has_last = open_to, True
         budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
         self._in_server_pass(run, outcome, last, has_last, budget, total, replay=False)
@@ -180,7 +180,7 @@ class InServerSteps(ServerSteps):
         outcome.stats["pending_left"] = collection.count_documents(where)
         # What verify finds again later: the backups this step keeps (one per document, however often it
         # was rewritten).
-        outcome.stats["backups"] = self.db[BACKUP].count_documents({"_id.m": run.migration_id, "_id.s": run.index})
+        outcome.stats["backups"] = self.backups_kept(run)
         return migrated
 
     def _in_server_pass(
@@ -206,7 +206,7 @@ class InServerSteps(ServerSteps):
             outcome.read += backed
             outcome.written += written
             rewritten += written
-            self._checkpoint(run, outcome, backed, written, last, total, stashed_to=None)
+            self.runner.checkpoint(run, outcome, backed, written, last, total, stashed_to=None)
         return rewritten
 
     def _range_end(self, collection: Any, query: dict[str, Any]) -> tuple[bool, Any]:

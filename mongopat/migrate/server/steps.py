@@ -7,15 +7,16 @@ the checkpoint after each batch. The kinds are ``document_steps.py``, ``bucket_s
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pymongo.errors import OperationFailure
 
+from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.catalog import index_name
 from mongopat.migrate.contracts import MigrationLock, StepRun
 from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.runner import KindRunner, RunOptions, StepOutcome
+from mongopat.migrate.server.document_versions import step_backups
 from mongopat.migrate.steps import Step
 
 if TYPE_CHECKING:
@@ -87,36 +88,9 @@ class ServerSteps(KindRunner):
     def throttle(self) -> Throttle:
         return self.runner.throttle
 
-    def scan(
-        self, name: str, last_id: Any, has_last: bool, where: dict[str, Any] | None = None, budget: int | None = None
-    ) -> Iterator[list[Any]]:
-        return self.runner.scan(name, last_id, has_last, where, budget)
-
-    def passes(
-        self,
-        run: StepRun,
-        outcome: StepOutcome,
-        where: dict[str, Any],
-        done_stat: str,
-        apply: Callable[[list[Any]], tuple[Any, int]],
-        new_pass: Callable[[], None] | None = None,
-    ) -> int:
-        return self.runner.passes(run, outcome, where, done_stat, apply, new_pass)
-
-    def _checkpoint(
-        self,
-        run: StepRun,
-        outcome: StepOutcome,
-        read: int,
-        written: int,
-        last: Any,
-        total: int | None,
-        **fields: Any,
-    ) -> None:
-        self.runner.checkpoint(run, outcome, read, written, last, total, **fields)
-
-    def _after_batch(self, run: StepRun, done: int, total: int | None = None) -> None:
-        self.runner.after_batch(run, done, total)
+    def backups_kept(self, run: StepRun) -> int:
+        """The backups the step keeps in ``mongopat_backup``, one per document it rewrote."""
+        return int(self.db[BACKUP].count_documents(step_backups(run.migration_id, run.index)))
 
     def _collection(self, name: str) -> Any:
         return self.runner.raw_collection(name)
