@@ -73,6 +73,11 @@ class Expression:
 
     def array_prefix(self) -> str | None:
         """The array the function folds over: the longest common leading segment of the paths."""
+        return self._array_prefix
+
+    @functools.cached_property
+    def _array_prefix(self) -> str | None:
+        # Once per expression (parse shares one per text): a migration evaluates it for every document.
         paths = self.paths()
         if self.function is None or not paths:
             return None
@@ -177,6 +182,8 @@ Value = int | float | decimal.Decimal
 
 
 def _lookup(document: Any, path: str) -> Any:
+    if "." not in path:  # the usual case, a field of an array's element: no split
+        return document.get(path) if isinstance(document, dict) else None
     value = document
     for part in path.split("."):
         if not isinstance(value, dict):
@@ -187,6 +194,11 @@ def _lookup(document: Any, path: str) -> Any:
 
 def _number(value: Any) -> Value | None:
     """A finite number, or None (Decimal128 as a decimal; bool is not a number in BSON)."""
+    kind = type(value)
+    if kind is int:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, Decimal128):
         number = value.to_decimal()
         return number if number.is_finite() else None
@@ -212,13 +224,17 @@ def _integer(result: int, long: bool) -> int:
 
 
 def _arith(node: Any, scope: Any) -> Value | None:
-    if isinstance(node, Number):
-        return node.value
-    if isinstance(node, Path):
+    kind = type(node)  # the node classes above have no subclasses
+    if kind is Path:
         return _number(_lookup(scope, node.path))
+    if kind is Number:
+        return node.value
     left, right = _arith(node.left, scope), _arith(node.right, scope)
     if left is None or right is None or (node.op == "/" and right == 0):
         return None
+    kinds = (type(left), type(right))
+    if kinds == (float, float) or kinds == (float, int) or kinds == (int, float):  # no int, long or decimal rules
+        return _operate(node.op, float(left), float(right))
     if isinstance(left, decimal.Decimal) or isinstance(right, decimal.Decimal):
         with decimal.localcontext(_DECIMAL128):
             if node.op == "+":  # $add folds its operands into a total that starts at 0: 3E+2 + 3E+2 is 600

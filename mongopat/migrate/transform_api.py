@@ -101,6 +101,11 @@ def pop_path(document: Document, path: str) -> Any:
     return None
 
 
+def heads(*paths: str) -> frozenset[str]:
+    """The top-level fields of dotted paths (``a.b.c`` is in ``a``)."""
+    return frozenset(path.split(".", 1)[0] for path in paths)
+
+
 def matches_rule(doc: Document, rule: dict[str, Any]) -> bool:
     if "when_has" in rule and not has_path(doc, rule["when_has"]):
         return False

@@ -248,10 +248,35 @@ def encode_document(document: dict[str, Any], canonical: bool = False) -> bytes:
         else:
             if b"null" not in line:
                 return line
-    extended = to_extended(document, canonical)
+    return dumps(to_extended(document, canonical))
+
+
+def encode_fields(values: dict[str, Any], decoded: list[str], canonical: bool = False) -> bytes:
+    """One line from a document whose ``decoded`` fields hold BSON types and whose other fields are JSON
+    values already (Extended JSON wrappers as parsed): the line :func:`encode_document` writes for the
+    whole document decoded, when those are Extended JSON as this module writes it. Relaxed lines go through
+    orjson in one pass, as there; a line holding ``null`` (a NaN, or a null of the line) has its decoded
+    fields walked instead."""
+    if not canonical:
+        try:
+            line: bytes = orjson.dumps(values, default=_fast_default, option=_PASS_THROUGH)  # type: ignore[name-defined]
+        except (NameError, TypeError):
+            pass
+        else:
+            if b"null" not in line:
+                return line
+    walked = dict(values)
+    for key in decoded:
+        walked[key] = to_extended(walked[key], canonical)
+    return dumps(walked)
+
+
+def dumps(values: Any) -> bytes:
+    """JSON values (Extended JSON's structures already: :func:`to_extended`'s, or a line as parsed) as one
+    compact line, without the newline."""
     try:
-        return orjson.dumps(extended)  # type: ignore[name-defined]
+        return orjson.dumps(values)  # type: ignore[name-defined,no-any-return]
     except NameError:  # pragma: no cover - without orjson
         import json as _json
 
-        return _json.dumps(extended, separators=(",", ":")).encode()
+        return _json.dumps(values, separators=(",", ":")).encode()

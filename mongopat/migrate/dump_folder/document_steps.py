@@ -11,11 +11,19 @@ from typing import Any
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.document_batches import Change, Version, apply_batches, refuse_existing
 from mongopat.migrate.dump_folder.files import DocumentWriter, records_and_documents
+from mongopat.migrate.dump_folder.partial_lines import merged_line, partial_versions
 from mongopat.migrate.dump_folder.rewrites import FileRewrites
-from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.operations import OPERATIONS, DocumentOperation
 from mongopat.migrate.runner import StepOutcome, count
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document
+from mongopat.sources.dump import JSON_SUFFIXES
+
+# Documents a dump folder hands the step at a time. Nothing is sent anywhere, so a batch buys nothing, and a
+# small one keeps the documents being worked on in the CPU's caches: parsing 20,000 weather documents
+# (1.7 KiB) took 0.13 s in chunks of 16 here and 0.35 s in batches of 1,000. Progress, throttling and the
+# lease still go by --batch-size.
+CHUNK = 32
 
 
 class DocumentFiles(FileRewrites):
@@ -30,24 +38,34 @@ class DocumentFiles(FileRewrites):
         store = FileDocuments(self.runner, run.step, writer)
         outcome = StepOutcome()
         batch_size = self.runner.options.batch_size
+        figures = type(operation).file_stats is not DocumentOperation.file_stats  # most steps add none up
+        # id() of a version read partly (its document holds only the fields the step reads) -> its whole
+        # line as parsed, until the version is written.
+        undecoded: dict[int, dict[str, Any]] = {}
 
         def write_batch(batch: list[Version], _written: int) -> None:
             # Every document, in file order: as the step made it, or as it was (not pending, or unchanged),
             # its record written back untouched.
             for version in batch:
                 replaced = store.replaced.pop(id(version), None)
-                if replaced is not None:
+                parsed = undecoded.pop(id(version), None)
+                if parsed is not None and (replaced is not None or version.raw is None):
+                    new = version.document if replaced is None else replaced
+                    main.write_line(merged_line(parsed, version.document, new, main.canonical))
+                elif replaced is not None:
                     main.write(replaced)
                 elif version.raw is not None:
                     main.write_record(version.raw)
                 else:
                     main.write(version.document)
-                for key, amount in operation.file_stats(version.document, run.step).items():
-                    count(outcome.stats, key, amount)
-            if outcome.read % batch_size == 0:
+                if figures:
+                    for key, amount in operation.file_stats(version.document, run.step).items():
+                        count(outcome.stats, key, amount)
+            if outcome.read // batch_size > (outcome.read - len(batch)) // batch_size:  # every --batch-size documents
                 self.runner.hook(run.migration_id, run.index, outcome.read)
 
-        apply_batches(store, run.step, _batches(records_and_documents(source), batch_size), outcome, write_batch)
+        apply_batches(store, run.step, _batches(_versions(source, operation.read_fields(run.step)), CHUNK, undecoded),
+                      outcome, write_batch)  # fmt: skip
         return outcome.read, outcome.stats
 
     def problems(
@@ -106,10 +124,22 @@ class FileDocuments:
         return versions
 
 
-def _batches(documents: Iterator[tuple[bytes | None, Document]], size: int) -> Iterator[list[Version]]:
+def _versions(source: Path, fields: frozenset[str] | None) -> Iterator[tuple[Version, dict[str, Any] | None]]:
+    """The documents of a collection file: decoded whole, or, for a step that reads only some top-level
+    fields of a JSON file, only those, each with its line as parsed (the rest of it passes through)."""
+    if fields is not None and source.name.endswith(JSON_SUFFIXES):
+        return partial_versions(source, fields)
+    return ((Version(record, document), None) for record, document in records_and_documents(source))
+
+
+def _batches(
+    versions: Iterator[tuple[Version, dict[str, Any] | None]], size: int, undecoded: dict[int, dict[str, Any]]
+) -> Iterator[list[Version]]:
     batch: list[Version] = []
-    for record, document in documents:
-        batch.append(Version(record, document))
+    for version, parsed in versions:
+        batch.append(version)
+        if parsed is not None:
+            undecoded[id(version)] = parsed
         if len(batch) == size:
             yield batch
             batch = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from mongopat.sources.dump import (
     BSON_SUFFIXES,
     JSON_SUFFIXES,
     _bson_records,
+    _json_layout,
     _json_records,
     _open,
     _read_bson,
@@ -248,10 +250,25 @@ class DumpFolder:
             return False
         with _open(path) as handle:
             head = handle.read(4096)
-        return b'"$numberInt"' in head or b'"$numberLong"' in head or b'"$numberDouble"' in head
+        return written_canonical(head)
 
     def temp_path(self, final_name: str) -> Path:
         return self.folder / f".{final_name}{TMP_SUFFIX}"
+
+
+# What only canonical Extended JSON writes: an int32 wrapped, a finite double wrapped (relaxed wraps NaN and
+# the infinities too), a long wrapped outside a date (relaxed writes a date before 1970 or after 9999 so).
+_FINITE_DOUBLE = re.compile(rb'"\$numberDouble"\s*:\s*"(?!NaN"|Infinity"|-Infinity")')
+_LONG = re.compile(rb'"\$numberLong"')
+_DATE_LONG = re.compile(rb'"\$date"\s*:\s*\{\s*"\$numberLong"')
+
+
+def written_canonical(head: bytes) -> bool:
+    """Whether the start of a JSON export is in canonical Extended JSON (else relaxed), so that what a step
+    writes into it is in the same mode."""
+    if b'"$numberInt"' in head or _FINITE_DOUBLE.search(head):
+        return True
+    return len(_LONG.findall(head)) > len(_DATE_LONG.findall(head))
 
 
 class DocumentWriter:
@@ -272,6 +289,11 @@ class DocumentWriter:
             self.handle.write(bson.encode(document))
         else:
             self.handle.write(encode_document(document, self.canonical) + b"\n")
+        self.count += 1
+
+    def write_line(self, line: bytes) -> None:
+        """A line of Extended JSON (without its newline) to a JSON file."""
+        self.handle.write(line + b"\n")
         self.count += 1
 
     def write_record(self, record: bytes) -> None:
@@ -321,10 +343,8 @@ def count_records(path: Path) -> int:
     if path.name.endswith(BSON_SUFFIXES):
         return sum(1 for _ in _bson_records(path))
     with _open(path) as handle:
-        head = handle.read(4096).lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
-        if head == b"[":  # a --jsonArray export: count its elements properly
+        if _json_layout(handle) != "lines":  # a --jsonArray or --pretty export: count its documents properly
             return sum(1 for _ in _json_records(path))
-        handle.seek(0)
         return sum(1 for line in handle if line and not line.isspace())
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field, top_level
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -88,6 +88,9 @@ class Operation(AddsFields):
             {"$set": {name: {"$cond": [number, f"${name}", 0]}}},
             {"$set": {f"{name}Factor": {"$literal": step.params["factor"]}}},
         ]
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["field"], f"{step.params['field']}Factor")
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

@@ -245,6 +245,14 @@ class DocumentOperation(StepOperation):
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         raise NotImplementedError
 
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        """The top-level fields that :meth:`transform`, :meth:`is_pending` and :meth:`file_stats` read and
+        write, or None: the whole document. Given a document holding only these (those it has), the transform
+        must change exactly what it changes in the whole document, and add any new top-level field after
+        the others: a dump-folder run then decodes only these fields of each line and passes the others
+        through as the file holds them (``dump_folder/partial_lines.py``)."""
+        return None
+
     def context(self, step: Step, documents: list[Document] | None, source: ContextSource) -> Context:
         """What the transforms of ``documents`` read beyond them (parents, referenced documents,
         aggregates), read from ``source``, the backend's; ``documents`` None: for every document of the

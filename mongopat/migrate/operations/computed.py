@@ -10,7 +10,7 @@ from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepError, StepType
 from mongopat.migrate.operations.server_paths import plain, set_stages
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, heads, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -102,6 +102,9 @@ class Operation(AddsFields):
             parse(params["expression"])
         except ExpressionError as exc:
             raise StepError(f"computed: invalid expression: {exc}") from None
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["field"], *parse(step.params["expression"]).paths())
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

@@ -20,7 +20,7 @@ from mongopat.migrate.operations.base import (
     top_level,
 )
 from mongopat.migrate.operations.server_paths import plain
-from mongopat.migrate.transform_api import Context, Document, Result, matches_rule
+from mongopat.migrate.transform_api import Context, Document, Result, heads, matches_rule
 
 
 class Operation(AddsFields):
@@ -66,6 +66,9 @@ class Operation(AddsFields):
 
     def check(self, params: dict[str, Any]) -> None:
         check_rules(self.type.name, params)
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["type_field"], *rule_paths(step.params))
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

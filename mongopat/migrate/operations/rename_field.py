@@ -16,6 +16,7 @@ from mongopat.migrate.transform_api import (
     copy_document,
     get_path,
     has_path,
+    heads,
     pop_path,
     set_path,
 )
@@ -101,6 +102,9 @@ class Operation(DocumentOperation):
     def server_pending(self, step: Step) -> Any:
         old = step.params["from"]
         return holds(old) if "." in old else None
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["from"], step.params["to"])
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

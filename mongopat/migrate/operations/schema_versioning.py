@@ -18,7 +18,7 @@ from mongopat.migrate.operations.base import (
     top_level,
 )
 from mongopat.migrate.operations.server_paths import plain
-from mongopat.migrate.transform_api import Context, Document, Result, matches_rule
+from mongopat.migrate.transform_api import Context, Document, Result, heads, matches_rule
 
 
 class Operation(AddsFields):
@@ -67,6 +67,9 @@ class Operation(AddsFields):
 
     def check(self, params: dict[str, Any]) -> None:
         check_rules(self.type.name, params)
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["field"], *rule_paths(step.params))
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

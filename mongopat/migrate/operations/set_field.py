@@ -15,7 +15,7 @@ from mongopat.migrate.operations.base import (
     restore_field,
 )
 from mongopat.migrate.operations.server_paths import holds, plain, set_stages, value_at
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, has_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, has_path, heads, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -60,6 +60,9 @@ class Operation(DocumentOperation):
         if step.params["only_missing"]:
             return missing
         return {"$or": [missing, {"$ne": [value_at(field), {"$literal": step.params["value"]}]}]}
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["field"])
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

@@ -14,6 +14,7 @@ from mongopat.migrate.transform_api import (
     copy_document,
     get_path,
     has_path,
+    heads,
     pop_path,
     set_path,
 )
@@ -53,6 +54,9 @@ class Operation(DocumentOperation):
     def server_pending(self, step: Step) -> Any:
         field = step.params["field"]
         return holds(field) if "." in field else None
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["field"])
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

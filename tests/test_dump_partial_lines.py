@@ -1,0 +1,168 @@
+"""A document step that reads only some top-level fields (``read_fields``) decodes only those of each line of
+a dump folder's JSON file and passes the others through (``dump_folder/partial_lines.py``). Whatever the
+documents, the file it writes must be the one the step writes decoding every document whole: the same
+bytes where the file is in mongopat's own encoding, the same documents in the same field order otherwise."""
+
+from __future__ import annotations
+
+import datetime
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bson import Decimal128, Int64, ObjectId, json_util
+
+from mongopat.errors import InputError
+from mongopat.migrate.dump_folder import document_steps
+from mongopat.migrate.dump_folder.runner import DumpRunner
+from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.runner import RunOptions
+from mongopat.migrate.script import load_folder
+from mongopat.migrate.steps import build_step
+from mongopat.sources.extjson import encode_document
+from tests.support.migrations import write
+
+# (id, step): every step type that declares read_fields, on top-level and nested paths, renames onto a field
+# the document may hold, rules, and expressions over an array.
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("set_field", {"step": "set_field", "field": "reviewed", "value": True}),
+    ("set_field_nested", {"step": "set_field", "field": "flags.reviewed", "value": False}),
+    ("set_field_only_missing", {"step": "set_field", "field": "status", "value": "new", "only_missing": True}),
+    ("set_field_document", {"step": "set_field", "field": "meta", "value": {"by": "ops", "n": 2}}),
+    ("unset_field", {"step": "unset_field", "field": "status"}),
+    ("unset_field_nested", {"step": "unset_field", "field": "flags.hot"}),
+    ("rename_field", {"step": "rename_field", "from": "status", "to": "state"}),
+    ("rename_field_out_of", {"step": "rename_field", "from": "flags.hot", "to": "hot"}),
+    ("rename_field_into", {"step": "rename_field", "from": "qty", "to": "flags.qty"}),
+    ("computed_array", {"step": "computed", "field": "total", "expression": "sum(items.price * items.qty)"}),
+    ("computed_scalar", {"step": "computed", "field": "double", "expression": "qty * 2"}),
+    ("computed_nested_target", {"step": "computed", "field": "flags.double", "expression": "qty + likes"}),
+    ("approximation", {"step": "approximation", "field": "likes", "factor": 100}),
+    ("schema_versioning", {"step": "schema_versioning", "rules": [{"when_has": "cpu", "version": 2}]}),
+    ("polymorphic", {"step": "polymorphic", "rules": [{"when_has": "ram", "type": "laptop"}], "default": "other"}),
+]
+
+
+def _number(rng: random.Random) -> Any:
+    return rng.choice([3, -7, 2.5, 0.1, Int64(2**40), Decimal128("1.10"), float("nan"), None, "12", True])
+
+
+def _document(rng: random.Random, number: int) -> dict[str, Any]:
+    """A document of mixed shapes: every field optional, of varying types, in varying order."""
+    fields: dict[str, Any] = {
+        "status": rng.choice(["paid", "new", None, 5]),
+        "qty": _number(rng),
+        "likes": _number(rng),
+        "items": [{"price": _number(rng), "qty": _number(rng), "sku": f"s{i}"} for i in range(rng.randrange(4))]
+        if rng.random() < 0.8
+        else "none",
+        "flags": rng.choice([{"hot": True, "reviewed": True}, {"hot": None}, {}, "x", [1, {"hot": 1}]]),
+        "createdAt": datetime.datetime(2026, 1, 1) + datetime.timedelta(seconds=rng.randrange(10**8), milliseconds=7),
+        "ref": ObjectId(),
+        "cpu": "m1",
+        "ram": 16,
+        "state": "old",
+        "reviewed": rng.choice([True, False, "yes"]),
+        "total": 0,
+        "meta": {"by": "ops", "n": 2},
+        "notes": None,
+        "tags": ["a", {"b": [None, 1.5]}],
+    }
+    kept = [name for name in fields if rng.random() < 0.6]
+    rng.shuffle(kept)
+    return {"_id": rng.choice([number, ObjectId(), f"doc-{number}"]), **{name: fields[name] for name in kept}}
+
+
+_RNG = random.Random(7)
+DOCUMENTS = [_document(_RNG, n) for n in range(300)]
+
+
+def _migrate(tmp_path: Path, body: bytes, spec: dict[str, Any], whole: bool, monkeypatch: Any) -> bytes:
+    folder = tmp_path / ("whole" if whole else "partial")
+    data = folder / "data"
+    data.mkdir(parents=True)
+    (data / "orders.json").write_bytes(body)
+    migrations = write(folder / "m", "0001_step", {"collection": "orders", **spec})
+    with monkeypatch.context() as patch:
+        if whole:
+            patch.setattr(type(OPERATIONS[spec["step"]]), "read_fields", lambda self, step: None)
+        DumpRunner(data, load_folder(migrations), RunOptions(batch_size=50, lock_timeout=0.3)).up()
+    return (data / "orders.json").read_bytes()
+
+
+@pytest.mark.parametrize("canonical", [False, True], ids=["relaxed", "canonical"])
+@pytest.mark.parametrize(("case", "spec"), CASES, ids=[case for case, _ in CASES])
+def test_the_file_written_is_the_whole_decodings_byte_for_byte(tmp_path, monkeypatch, case, spec, canonical):
+    body = b"".join(encode_document(document, canonical) + b"\n" for document in DOCUMENTS)
+    partial = _migrate(tmp_path, body, spec, False, monkeypatch)
+    assert partial != body  # the step changed documents: the comparison below is not of two copies
+    assert partial == _migrate(tmp_path, body, spec, True, monkeypatch)
+
+
+@pytest.mark.parametrize(("case", "spec"), CASES, ids=[case for case, _ in CASES])
+def test_another_exporters_spelling_gives_the_same_documents_in_the_same_order(tmp_path, monkeypatch, case, spec):
+    """Lines as ``bson.json_util`` spells them (spaces after colons and commas): a field the step does not
+    read keeps its spelling, so only the decoded documents and their field order can be compared."""
+    body = b"".join(json_util.dumps(document).encode() + b"\n" for document in DOCUMENTS)
+    partial = [json_util.loads(line) for line in _migrate(tmp_path, body, spec, False, monkeypatch).splitlines()]
+    whole = [json_util.loads(line) for line in _migrate(tmp_path, body, spec, True, monkeypatch).splitlines()]
+    assert repr(partial) == repr(whole)  # repr: field order counts, and a NaN equals itself
+
+
+@pytest.mark.parametrize("layout", ["array", "pretty"])
+def test_exports_without_a_line_per_document(tmp_path, monkeypatch, layout):
+    """A ``--jsonArray`` or ``--pretty`` export has no line to pass through: every document is written from
+    its fields, the unread ones as parsed."""
+    import json
+
+    values = [json.loads(encode_document(document)) for document in DOCUMENTS[:40]]
+    body = (json.dumps(values) if layout == "array" else "\n".join(json.dumps(v, indent=2) for v in values)).encode()
+    spec = dict(CASES[0][1])
+    assert _migrate(tmp_path, body, spec, False, monkeypatch) == _migrate(tmp_path, body, spec, True, monkeypatch)
+
+
+def test_the_partial_reading_is_what_runs(tmp_path, monkeypatch):
+    """The steps of CASES do take the partial path (else the comparisons above compare a path with itself)."""
+    seen: list[frozenset[str]] = []
+    real = document_steps.partial_versions
+
+    def spy(path: Path, fields: frozenset[str]) -> Any:
+        seen.append(fields)
+        return real(path, fields)
+
+    monkeypatch.setattr(document_steps, "partial_versions", spy)
+    body = b"".join(encode_document(document) + b"\n" for document in DOCUMENTS[:10])
+    _migrate(tmp_path, body, CASES[9][1], False, monkeypatch)
+    assert seen == [frozenset({"total", "items"})]
+
+
+def test_read_fields_are_top_level_heads_of_every_path_read():
+    def fields(spec: dict[str, Any]) -> frozenset[str] | None:
+        return OPERATIONS[spec["step"]].read_fields(build_step({"collection": "c", **spec}))
+
+    assert fields(dict(CASES[1][1])) == {"flags"}
+    assert fields(dict(CASES[8][1])) == {"qty", "flags"}
+    assert fields(dict(CASES[11][1])) == {"flags", "qty", "likes"}
+    assert fields(dict(CASES[13][1])) == {"schemaVersion", "cpu"}
+    assert fields({"step": "document_versioning", "history_collection": "h"}) is None  # copies the whole document
+
+
+def test_a_relaxed_export_holding_a_nan_stays_relaxed(tmp_path, monkeypatch):
+    """Relaxed Extended JSON wraps NaN too ({"$numberDouble": "NaN"}): that is no sign of a canonical file,
+    whose numbers would all be wrapped."""
+    body = b'{"_id":1,"likes":{"$numberDouble":"NaN"},"qty":3}\n{"_id":2,"qty":4}\n'
+    written = _migrate(tmp_path, body, {"step": "set_field", "field": "n", "value": 5}, True, monkeypatch)
+    assert written == b'{"_id":1,"likes":{"$numberDouble":"NaN"},"qty":3,"n":5}\n{"_id":2,"qty":4,"n":5}\n'
+
+
+def test_a_malformed_line_is_named(tmp_path, monkeypatch):
+    body = encode_document(DOCUMENTS[0]) + b"\n" + b'{"_id": 2, "status": }\n'
+    with pytest.raises(InputError, match=r"orders\.json:2: not a valid Extended JSON document"):
+        _migrate(tmp_path, body, CASES[0][1], False, monkeypatch)
+
+
+def test_a_malformed_wrapper_in_a_field_read_is_named(tmp_path, monkeypatch):
+    body = b'{"_id": 1, "qty": {"$numberLong": "x"}}\n'
+    with pytest.raises(InputError, match=r"orders\.json:1: not a valid Extended JSON document"):
+        _migrate(tmp_path, body, CASES[10][1], False, monkeypatch)
