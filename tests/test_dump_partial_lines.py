@@ -24,7 +24,7 @@ from mongopat.sources.extjson import encode_document
 from tests.support.migrations import write
 
 # (id, step): every step type that declares read_fields, on top-level and nested paths, renames onto a field
-# the document may hold, rules, and expressions over an array.
+# the document may hold, rules, expressions over an array, and a side collection copying the document.
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("set_field", {"step": "set_field", "field": "reviewed", "value": True}),
     ("set_field_nested", {"step": "set_field", "field": "flags.reviewed", "value": False}),
@@ -41,6 +41,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("approximation", {"step": "approximation", "field": "likes", "factor": 100}),
     ("schema_versioning", {"step": "schema_versioning", "rules": [{"when_has": "cpu", "version": 2}]}),
     ("polymorphic", {"step": "polymorphic", "rules": [{"when_has": "ram", "type": "laptop"}], "default": "other"}),
+    ("document_versioning", {"step": "document_versioning", "history_collection": "orders_history"}),
 ]
 
 
@@ -71,7 +72,11 @@ def _document(rng: random.Random, number: int) -> dict[str, Any]:
     }
     kept = [name for name in fields if rng.random() < 0.6]
     rng.shuffle(kept)
-    return {"_id": rng.choice([number, ObjectId(), f"doc-{number}"]), **{name: fields[name] for name in kept}}
+    document = {name: fields[name] for name in kept}
+    identifier = rng.choice([number, ObjectId(), f"doc-{number}"])
+    if rng.random() < 0.1:  # _id not first: a copy of the document still puts its own _id first
+        return {**document, "_id": identifier}
+    return {"_id": identifier, **document}
 
 
 _RNG = random.Random(7)
@@ -88,7 +93,8 @@ def _migrate(tmp_path: Path, body: bytes, spec: dict[str, Any], whole: bool, mon
         if whole:
             patch.setattr(type(OPERATIONS[spec["step"]]), "read_fields", lambda self, step: None)
         DumpRunner(data, load_folder(migrations), RunOptions(batch_size=50, lock_timeout=0.3)).up()
-    return (data / "orders.json").read_bytes()
+    history = data / "orders_history.json"  # the side collection of document_versioning
+    return (data / "orders.json").read_bytes() + (history.read_bytes() if history.exists() else b"")
 
 
 @pytest.mark.parametrize("canonical", [False, True], ids=["relaxed", "canonical"])
@@ -145,7 +151,8 @@ def test_read_fields_are_top_level_heads_of_every_path_read():
     assert fields(dict(CASES[8][1])) == {"qty", "flags"}
     assert fields(dict(CASES[11][1])) == {"flags", "qty", "likes"}
     assert fields(dict(CASES[13][1])) == {"schemaVersion", "cpu"}
-    assert fields({"step": "document_versioning", "history_collection": "h"}) is None  # copies the whole document
+    assert fields({"step": "document_versioning", "history_collection": "h"}) == {"_id", "revision"}
+    assert fields({"step": "attribute", "fields": ["ram", "cpu"]}) is None  # not declared: the whole document
 
 
 def test_a_relaxed_export_holding_a_nan_stays_relaxed(tmp_path, monkeypatch):

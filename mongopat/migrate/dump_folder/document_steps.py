@@ -11,7 +11,7 @@ from typing import Any
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.document_batches import Change, Version, apply_batches, refuse_existing
 from mongopat.migrate.dump_folder.files import DocumentWriter, records_and_documents
-from mongopat.migrate.dump_folder.partial_lines import merged_line, partial_versions
+from mongopat.migrate.dump_folder.partial_lines import copied_line, merged_line, partial_versions
 from mongopat.migrate.dump_folder.rewrites import FileRewrites
 from mongopat.migrate.operations import OPERATIONS, DocumentOperation
 from mongopat.migrate.runner import StepOutcome, count
@@ -35,13 +35,13 @@ class DocumentFiles(FileRewrites):
         main = writer(run.step.collection)
         for side in run.step.created_collections():
             writer(side)  # created even when empty, so down and verify find it
-        store = FileDocuments(self.runner, run.step, writer)
         outcome = StepOutcome()
         batch_size = self.runner.options.batch_size
         figures = type(operation).file_stats is not DocumentOperation.file_stats  # most steps add none up
         # id() of a version read partly (its document holds only the fields the step reads) -> its whole
         # line as parsed, until the version is written.
         undecoded: dict[int, dict[str, Any]] = {}
+        store = FileDocuments(self.runner, run.step, writer, undecoded)
 
         def write_batch(batch: list[Version], _written: int) -> None:
             # Every document, in file order: as the step made it, or as it was (not pending, or unchanged),
@@ -97,8 +97,11 @@ class FileDocuments:
     files of the collections the step creates. Nothing else writes the folder meanwhile, so every write
     takes."""
 
-    def __init__(self, runner: Any, step: Step, writer: Callable[[str], DocumentWriter]) -> None:
-        self.runner, self.writer = runner, writer
+    def __init__(
+        self, runner: Any, step: Step, writer: Callable[[str], DocumentWriter], undecoded: dict[int, dict[str, Any]]
+    ) -> None:
+        self.runner, self.writer, self.undecoded = runner, writer, undecoded
+        self.copies = OPERATIONS[step.name].side_documents_copy_the_document
         self.replaced: dict[int, Document] = {}  # id() of a version of the batch -> its new document
         self._context: Context | None = None
 
@@ -113,9 +116,14 @@ class FileDocuments:
         written = 0
         for version, result in changes:
             self.replaced[id(version)] = result.document
+            parsed = self.undecoded.get(id(version)) if self.copies else None
             for name, documents in result.side.items():
+                side = self.writer(name)
                 for document in documents:
-                    self.writer(name).write(document)
+                    if parsed is None:
+                        side.write(document)
+                    else:
+                        side.write_line(copied_line(parsed, version.document, document, side.canonical))
                 written += len(documents)
         count(stats, "transformed", len(changes))
         return written + len(changes), []

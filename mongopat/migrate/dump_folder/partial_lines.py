@@ -60,3 +60,10 @@ def merged_line(parsed: dict[str, Any], read: Document, new: Document, canonical
             parsed[key] = value
             decoded.append(key)
     return encode_fields(parsed, decoded, canonical)
+
+
+def copied_line(parsed: dict[str, Any], read: Document, side: Document, canonical: bool) -> bytes:
+    """A side document that is the document itself under an ``_id`` of its own
+    (``side_documents_copy_the_document``), as a line: ``side``'s ``_id`` first, then the line's other
+    fields in their order, those the step read taken from ``side``, then ``side``'s new fields."""
+    return merged_line({"_id": None, **parsed}, {"_id": None, **read}, side, canonical)

@@ -213,6 +213,11 @@ class DocumentOperation(StepOperation):
 
     sampled_after: ClassVar[bool] = True
 
+    # Whether each side document the transform writes is the document itself (every field after ``_id``, in
+    # the document's order) under an ``_id`` of its own: a dump-folder run reading only :meth:`read_fields`
+    # copies the fields the step did not read into it as the line holds them.
+    side_documents_copy_the_document: ClassVar[bool] = False
+
     # Collections (parameter names) whose documents, keyed by ``parentId``, the inverse needs. A document's
     # side documents there are replaced as a whole when it is written again, and go when it goes.
     side_collections: ClassVar[tuple[str, ...]] = ()

@@ -84,6 +84,12 @@ class Operation(AddsFields):
             "after": [],
         }
 
+    side_documents_copy_the_document = True
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        # The history copies every field, but reads only these: the others go into it as the line holds them.
+        return frozenset(("_id", step.params["version_field"].split(".", 1)[0]))
+
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         version_field = step.params["version_field"]
         if version_field not in doc:
