@@ -42,6 +42,36 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("schema_versioning", {"step": "schema_versioning", "rules": [{"when_has": "cpu", "version": 2}]}),
     ("polymorphic", {"step": "polymorphic", "rules": [{"when_has": "ram", "type": "laptop"}], "default": "other"}),
     ("document_versioning", {"step": "document_versioning", "history_collection": "orders_history"}),
+    ("subset", {"step": "subset", "field": "items", "keep": 2, "full_collection": "orders_items"}),
+    (
+        "subset_sorted",
+        {"step": "subset", "field": "items", "keep": 1, "sort": {"price": -1}, "full_collection": "orders_items"},
+    ),  # fmt: skip
+    ("outlier", {"step": "outlier", "field": "items", "threshold": 1, "overflow_collection": "orders_more"}),
+    ("attribute", {"step": "attribute", "fields": ["cpu", "ram"], "into": "specs"}),
+    ("map_to_array", {"step": "map_to_array", "field": "prices", "layout": "pair"}),
+    ("tree", {"step": "tree", "parent_field": "parent"}),
+    (
+        "extended_reference",
+        {
+            "step": "extended_reference",
+            "from": "customers",
+            "local": "customerId",
+            "fields": ["name", "tier"],
+            "as": "customer",
+        },
+    ),  # fmt: skip
+    (
+        "pre_aggregation",
+        {
+            "step": "pre_aggregation",
+            "from": "customers",
+            "local": "customerId",
+            "foreign": "_id",
+            "compute": {"tiers": {"sum": "tier"}},
+            "into": "stats",
+        },
+    ),  # fmt: skip
 ]
 
 
@@ -69,6 +99,10 @@ def _document(rng: random.Random, number: int) -> dict[str, Any]:
         "meta": {"by": "ops", "n": 2},
         "notes": None,
         "tags": ["a", {"b": [None, 1.5]}],
+        "prices": rng.choice([{"eur": 2.5, "usd": Decimal128("3")}, {}, "none"]),
+        "parent": rng.choice([None, number - 1, number - 2]) if number > 1 else None,
+        "customerId": rng.choice([1, 2, 3, 99, "c1", None]),
+        "specs": rng.choice([[{"k": "gpu", "v": 1}], "x"]),
     }
     kept = [name for name in fields if rng.random() < 0.6]
     rng.shuffle(kept)
@@ -79,22 +113,27 @@ def _document(rng: random.Random, number: int) -> dict[str, Any]:
     return {"_id": identifier, **document}
 
 
+CUSTOMERS = b"".join(
+    encode_document(customer) + b"\n"
+    for customer in [{"_id": 1, "name": "Ann", "tier": 2}, {"_id": 2, "name": "Bo"}, {"_id": "c1", "tier": 1.5}]
+)
 _RNG = random.Random(7)
 DOCUMENTS = [_document(_RNG, n) for n in range(300)]
 
 
-def _migrate(tmp_path: Path, body: bytes, spec: dict[str, Any], whole: bool, monkeypatch: Any) -> bytes:
+def _migrate(tmp_path: Path, body: bytes, spec: dict[str, Any], whole: bool, monkeypatch: Any) -> dict[str, bytes]:
     folder = tmp_path / ("whole" if whole else "partial")
     data = folder / "data"
     data.mkdir(parents=True)
     (data / "orders.json").write_bytes(body)
+    (data / "customers.json").write_bytes(CUSTOMERS)
     migrations = write(folder / "m", "0001_step", {"collection": "orders", **spec})
     with monkeypatch.context() as patch:
         if whole:
             patch.setattr(type(OPERATIONS[spec["step"]]), "read_fields", lambda self, step: None)
         DumpRunner(data, load_folder(migrations), RunOptions(batch_size=50, lock_timeout=0.3)).up()
-    history = data / "orders_history.json"  # the side collection of document_versioning
-    return (data / "orders.json").read_bytes() + (history.read_bytes() if history.exists() else b"")
+    # The collection and those the step wrote beside it.
+    return {path.name: path.read_bytes() for path in sorted(data.glob("orders*.json"))}
 
 
 @pytest.mark.parametrize("canonical", [False, True], ids=["relaxed", "canonical"])
@@ -102,7 +141,7 @@ def _migrate(tmp_path: Path, body: bytes, spec: dict[str, Any], whole: bool, mon
 def test_the_file_written_is_the_whole_decodings_byte_for_byte(tmp_path, monkeypatch, case, spec, canonical):
     body = b"".join(encode_document(document, canonical) + b"\n" for document in DOCUMENTS)
     partial = _migrate(tmp_path, body, spec, False, monkeypatch)
-    assert partial != body  # the step changed documents: the comparison below is not of two copies
+    assert partial["orders.json"] != body  # the step changed documents: the comparison below is not of two copies
     assert partial == _migrate(tmp_path, body, spec, True, monkeypatch)
 
 
@@ -111,8 +150,13 @@ def test_another_exporters_spelling_gives_the_same_documents_in_the_same_order(t
     """Lines as ``bson.json_util`` spells them (spaces after colons and commas): a field the step does not
     read keeps its spelling, so only the decoded documents and their field order can be compared."""
     body = b"".join(json_util.dumps(document).encode() + b"\n" for document in DOCUMENTS)
-    partial = [json_util.loads(line) for line in _migrate(tmp_path, body, spec, False, monkeypatch).splitlines()]
-    whole = [json_util.loads(line) for line in _migrate(tmp_path, body, spec, True, monkeypatch).splitlines()]
+    partial, whole = (
+        {name: [json_util.loads(line) for line in written.splitlines()] for name, written in files.items()}
+        for files in (
+            _migrate(tmp_path, body, spec, False, monkeypatch),
+            _migrate(tmp_path, body, spec, True, monkeypatch),
+        )
+    )
     assert repr(partial) == repr(whole)  # repr: field order counts, and a NaN equals itself
 
 
@@ -141,6 +185,9 @@ def test_the_partial_reading_is_what_runs(tmp_path, monkeypatch):
     body = b"".join(encode_document(document) + b"\n" for document in DOCUMENTS[:10])
     _migrate(tmp_path, body, CASES[9][1], False, monkeypatch)
     assert seen == [frozenset({"total", "items"})]
+    # Every document step declares what it reads and is compared above (bucket has its own reader).
+    assert {spec["step"] for _case, spec in CASES} == set(OPERATIONS) - {"bucket"}
+    assert all(OPERATIONS[spec["step"]].read_fields(build_step({"collection": "c", **spec})) for _c, spec in CASES)
 
 
 def test_read_fields_are_top_level_heads_of_every_path_read():
@@ -152,7 +199,8 @@ def test_read_fields_are_top_level_heads_of_every_path_read():
     assert fields(dict(CASES[11][1])) == {"flags", "qty", "likes"}
     assert fields(dict(CASES[13][1])) == {"schemaVersion", "cpu"}
     assert fields({"step": "document_versioning", "history_collection": "h"}) == {"_id", "revision"}
-    assert fields({"step": "attribute", "fields": ["ram", "cpu"]}) is None  # not declared: the whole document
+    assert fields({"step": "attribute", "fields": ["ram", "cpu"]}) == {"ram", "cpu", "attributes"}
+    assert fields({"step": "tree", "parent_field": "parent"}) == {"_id", "ancestors", "path"}
 
 
 def test_a_relaxed_export_holding_a_nan_stays_relaxed(tmp_path, monkeypatch):
@@ -160,7 +208,9 @@ def test_a_relaxed_export_holding_a_nan_stays_relaxed(tmp_path, monkeypatch):
     whose numbers would all be wrapped."""
     body = b'{"_id":1,"likes":{"$numberDouble":"NaN"},"qty":3}\n{"_id":2,"qty":4}\n'
     written = _migrate(tmp_path, body, {"step": "set_field", "field": "n", "value": 5}, True, monkeypatch)
-    assert written == b'{"_id":1,"likes":{"$numberDouble":"NaN"},"qty":3,"n":5}\n{"_id":2,"qty":4,"n":5}\n'
+    assert (
+        written["orders.json"] == b'{"_id":1,"likes":{"$numberDouble":"NaN"},"qty":3,"n":5}\n{"_id":2,"qty":4,"n":5}\n'
+    )
 
 
 def test_a_malformed_line_is_named(tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ from mongopat.migrate.operations.base import (
     has_field,
     top_level,
 )
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, heads
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -140,6 +140,9 @@ class Operation(DocumentOperation):
             "during": [f"`{step.collection}`: documents of both shapes until `migrate up` has finished"],
             "after": [f"`{step.collection}`: read and write the attributes in `{p['into']}` only"],
         }
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(*step.params["fields"], step.params["into"])
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         pairs = [{"k": name, "v": doc.pop(name)} for name in step.params["fields"] if name in doc]

@@ -8,7 +8,16 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import LIST, STR, AddsFields, Param, Step, StepType, local_values
-from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, get_path, has_path, hashable_key
+from mongopat.migrate.transform_api import (
+    Context,
+    ContextSource,
+    Document,
+    Result,
+    get_path,
+    has_path,
+    hashable_key,
+    heads,
+)
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -111,6 +120,9 @@ class Operation(AddsFields):
         p = step.params
         found = source.documents(p["from"], p["foreign"], local_values(documents, p["local"]), p["fields"])
         return Context(references={hashable_key(get_path(d, p["foreign"])): d for d in found})
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["local"], step.params["as"])
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         key = get_path(doc, step.params["local"])

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.reads import ReadPlan
 from mongopat.migrate.operations.base import DICT, STR, DocumentOperation, Param, Step, StepError, StepType, top_level
 from mongopat.migrate.operations.server_paths import plain, set_stages, value_at
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, set_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -56,6 +56,9 @@ class Operation(DocumentOperation):
     def new_shape(self, step: Step) -> str:
         p = step.params
         return f"`{p['field']}` an array of documents, each holding its key in `{p['key_field']}`"
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["field"])
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         """``{"m": {"<id>": {...}}}`` -> ``{"m": [{"k": "<id>", ...}]}`` in key order, so :func:`array_to_map`

@@ -20,7 +20,7 @@ from mongopat.migrate.operations.base import (
     restore_field,
     top_level,
 )
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, heads
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -170,6 +170,9 @@ class Operation(DocumentOperation):
         elements = doc.get(step.params["field"])
         return {"elements": len(elements)} if isinstance(elements, list) else {}
 
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads("_id", step.params["field"], step.params["flag_field"])
+
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         name, limit = step.params["field"], step.params["threshold"]
         elements = doc.get(name)
@@ -248,9 +251,14 @@ class Operation(DocumentOperation):
     ) -> list[str]:
         """Every element is still there: kept embedded or moved to an overflow page."""
         field = step.params["field"]
-        kept = sum(len(d.get(field) or []) for d in documents(step.collection))
-        moved = sum(len(d.get(field) or []) for d in documents(step.params["overflow_collection"]))
+        kept = sum(_length(d.get(field)) for d in documents(step.collection))
+        moved = sum(_length(d.get(field)) for d in documents(step.params["overflow_collection"]))
         expected = stats.get("elements", 0)
         if kept + moved != expected:
             return [f"{step.collection}.{field}: {kept} kept + {moved} moved, expected {expected}"]
         return []
+
+
+def _length(value: Any) -> int:
+    """Elements of an array; a field of another type holds none (a string's length is not elements)."""
+    return len(value) if isinstance(value, list) else 0

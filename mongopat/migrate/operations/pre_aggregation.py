@@ -8,7 +8,7 @@ from mongopat.guide.placeholders import OMIT, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
 from mongopat.migrate.operations.base import DICT, STR, AddsFields, Param, Step, StepError, StepType, local_values
-from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, get_path, hashable_key
+from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, get_path, hashable_key, heads
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -204,6 +204,9 @@ class Operation(AddsFields):
         fields = list(dict.fromkeys(f for spec in p["compute"].values() for f in _fields_read(spec)))
         rows = source.documents(p["from"], p["foreign"], local_values(documents, p["local"]), fields)
         return Context(aggregates=aggregate_in_python(rows, step))
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads(step.params["local"], step.params["into"])
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         key = get_path(doc, step.params["local"])

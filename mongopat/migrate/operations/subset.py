@@ -21,7 +21,7 @@ from mongopat.migrate.operations.base import (
     restore_field,
     top_level,
 )
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -176,6 +176,9 @@ class Operation(DocumentOperation):
         # Only a document the step takes gives its elements to the full list (one already in the new shape
         # is left as it is).
         return {"elements": len(doc[step.params["field"]])} if self.is_pending(doc, step) else {}
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads("_id", step.params["field"], f"{step.params['field']}Count")
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         name = step.params["field"]

@@ -8,7 +8,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
-from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, hashable_key
+from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, hashable_key, heads
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -168,6 +168,9 @@ class Operation(AddsFields):
         parents = {hashable_key(d.get("_id")): d.get(field) for d in stored}
         parents.update((hashable_key(d.get("_id")), d.get(field)) for d in documents or [])
         return Context(parents=parents)
+
+    def read_fields(self, step: Step) -> frozenset[str] | None:
+        return heads("_id", *self.added(step))
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         ancestors = ancestors_of(doc.get("_id"), ctx.parents)
