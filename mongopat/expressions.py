@@ -27,6 +27,7 @@ import decimal
 import functools
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,16 @@ class Expression:
     def array_prefix(self) -> str | None:
         """The array the function folds over: the longest common leading segment of the paths."""
         return self._array_prefix
+
+    @functools.cached_property
+    def program(self) -> Program:
+        """The body as a function of a document (:func:`_compiled`)."""
+        return _compiled(self.body)
+
+    @functools.cached_property
+    def element_program(self) -> Program:
+        """The body as a function of an element of the array the function folds over."""
+        return _compiled(strip_prefix(self.body, self.array_prefix() or ""))
 
     @functools.cached_property
     def _array_prefix(self) -> str | None:
@@ -224,28 +235,57 @@ def _integer(result: int, long: bool) -> int:
 
 
 def _arith(node: Any, scope: Any) -> Value | None:
+    """The value of an arithmetic node, walking the tree (the reference :func:`_compiled` is held to)."""
     kind = type(node)  # the node classes above have no subclasses
     if kind is Path:
         return _number(_lookup(scope, node.path))
     if kind is Number:
         return node.value
-    left, right = _arith(node.left, scope), _arith(node.right, scope)
-    if left is None or right is None or (node.op == "/" and right == 0):
+    return _combine(node.op, _arith(node.left, scope), _arith(node.right, scope))
+
+
+def _combine(op: str, left: Value | None, right: Value | None) -> Value | None:
+    """``left op right`` typed as MongoDB types it (null when an operand is null or the divisor 0)."""
+    if left is None or right is None or (op == "/" and right == 0):
         return None
     kinds = (type(left), type(right))
     if kinds == (float, float) or kinds == (float, int) or kinds == (int, float):  # no int, long or decimal rules
-        return _operate(node.op, float(left), float(right))
+        return _operate(op, float(left), float(right))
     if isinstance(left, decimal.Decimal) or isinstance(right, decimal.Decimal):
         with decimal.localcontext(_DECIMAL128):
-            if node.op == "+":  # $add folds its operands into a total that starts at 0: 3E+2 + 3E+2 is 600
+            if op == "+":  # $add folds its operands into a total that starts at 0: 3E+2 + 3E+2 is 600
                 return decimal.Decimal(0) + _decimal(left) + _decimal(right)
-            return _operate(node.op, _decimal(left), _decimal(right))
-    if isinstance(left, int) and isinstance(right, int) and node.op != "/":
-        result = _operate(node.op, left, right)
+            return _operate(op, _decimal(left), _decimal(right))
+    if isinstance(left, int) and isinstance(right, int) and op != "/":
+        result = _operate(op, left, right)
         if -_INT64 <= result < _INT64:
             return _integer(result, isinstance(left, Int64) or isinstance(right, Int64))
         left, right = float(left), float(right)  # a long that overflows: MongoDB computes in doubles
-    return _operate(node.op, float(left), float(right))
+    return _operate(op, float(left), float(right))
+
+
+Program = Callable[[Any], "Value | None"]
+
+
+def _compiled(node: Any) -> Program:
+    """An arithmetic node as a function of the scope: :func:`_arith` without walking the tree again for
+    every document (a migration evaluates one expression on every document, and every element of its
+    array)."""
+    kind = type(node)
+    if kind is Number:
+        value = node.value
+        return lambda scope: value
+    if kind is Path:
+        path = node.path
+        if "." in path:
+            return lambda scope: _number(_lookup(scope, path))
+
+        def field(scope: Any) -> Value | None:
+            return _number(scope.get(path)) if isinstance(scope, dict) else None
+
+        return field
+    left, right, op = _compiled(node.left), _compiled(node.right), node.op
+    return lambda scope: _combine(op, left(scope), right(scope))
 
 
 def _operate(op: str, left: Any, right: Any) -> Any:
@@ -266,15 +306,10 @@ def strip_prefix(node: Any, prefix: str) -> Any:
     return node
 
 
-@functools.lru_cache(maxsize=256)
-def _stripped(node: Any, prefix: str) -> Any:
-    return strip_prefix(node, prefix)
-
-
 def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     """The value of ``expression`` for ``document`` (None when inputs are missing)."""
     if expression.function is None:
-        return _bson(_arith(expression.body, document))
+        return _bson(expression.program(document))
     if expression.function == "count" and isinstance(expression.body, Path):
         value = _lookup(document, expression.body.path)
         if isinstance(value, list):
@@ -284,12 +319,12 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     if expression.function == "count":
         if isinstance(elements, list):
             return len(elements)
-        return int(_arith(expression.body, document) is not None)
+        return int(expression.program(document) is not None)
     if isinstance(elements, list):
-        body = _stripped(expression.body, prefix or "")
-        values = [_arith(body, element) for element in elements if isinstance(element, dict)]
+        program = expression.element_program
+        values = [program(element) for element in elements if isinstance(element, dict)]
     else:
-        values = [_arith(expression.body, document)]
+        values = [expression.program(document)]
     return _fold(expression.function, [v for v in values if v is not None])
 
 

@@ -10,7 +10,7 @@ import bson
 import pytest
 from bson import Decimal128, Int64
 
-from mongopat.expressions import aggregation, evaluate, parse
+from mongopat.expressions import _arith, aggregation, evaluate, parse, strip_prefix
 from tests.support.mongod import COMPENSATED_SUMS
 
 
@@ -139,3 +139,20 @@ def test_the_server_computes_the_value_python_computes(mongo, text):
     mongo.db.kept.insert_many(documents)
     found = differences(mongo.db, text, documents)
     assert not found, found[:3]
+
+
+@pytest.mark.parametrize("text", EXPRESSIONS)
+def test_the_compiled_expression_gives_what_walking_its_tree_gives(text):
+    """``evaluate`` runs the expression compiled once into functions; the tree walk (``_arith``) is the
+    reference, on the same corpus the server is held to (every value type, arrays, missing fields)."""
+    expression = parse(text)
+    bodies = [(expression.program, expression.body)]
+    if expression.array_prefix():
+        bodies.append((expression.element_program, strip_prefix(expression.body, expression.array_prefix())))
+    for document in corpus(400, EXPRESSIONS.index(text), VALUES):
+        scopes = [document, *(document.get("lines") if isinstance(document.get("lines"), list) else [])]
+        for program, body in bodies:
+            for scope in scopes:
+                assert typed(program(scope)) == typed(_arith(body, scope)) or repr(program(scope)) == repr(
+                    _arith(body, scope)
+                )
