@@ -16,7 +16,7 @@ from bson import Decimal128, Int64, ObjectId, json_util
 from mongopat.errors import InputError
 from mongopat.migrate.dump_folder import document_steps
 from mongopat.migrate.dump_folder.runner import DumpRunner
-from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
 from mongopat.migrate.steps import build_step
@@ -223,3 +223,17 @@ def test_a_malformed_wrapper_in_a_field_read_is_named(tmp_path, monkeypatch):
     body = b'{"_id": 1, "qty": {"$numberLong": "x"}}\n'
     with pytest.raises(InputError, match=r"orders\.json:1: not a valid Extended JSON document"):
         _migrate(tmp_path, body, CASES[10][1], False, monkeypatch)
+
+
+def test_steps_that_change_only_what_they_write_leave_the_document_read_alone():
+    """Such a step's transform gets a copy of only the fields it writes (``changes_only_what_it_writes``):
+    the document it was given must come out as it went in, whatever its shape."""
+    flagged = [spec for _case, spec in CASES if OPERATIONS[spec["step"]].changes_only_what_it_writes]
+    assert len(flagged) >= 8
+    for spec in flagged:
+        step = build_step({"collection": "orders", **spec})
+        for document in DOCUMENTS:
+            before = repr(document)
+            result = transform(document, step)
+            assert repr(document) == before, (spec, before)
+            assert result.document is not document

@@ -35,7 +35,7 @@ from mongopat.migrate.operations import (
     validator,
 )
 from mongopat.migrate.operations.base import CollectionOperation, DocumentOperation, Step, StepOperation
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, heads
 
 STEP_OPERATIONS: dict[str, StepOperation] = {
     module.Operation.type.name: module.Operation()
@@ -59,7 +59,20 @@ OPERATIONS: dict[str, DocumentOperation] = {
 
 def transform(doc: Document, step: Step, ctx: Context | None = None) -> Result:
     """Apply a document step to a copy of ``doc`` (the input is never modified)."""
-    return OPERATIONS[step.name].transform(copy_document(doc), step, ctx or Context())
+    operation = OPERATIONS[step.name]
+    return operation.transform(_copy_for(operation, doc, step), step, ctx or Context())
+
+
+def _copy_for(operation: DocumentOperation, doc: Document, step: Step) -> Document:
+    """What the transform may change: the whole document copied, or, for a step that changes only the
+    fields it writes, a new top level whose values of those fields are copies (the others shared)."""
+    if not operation.changes_only_what_it_writes or type(doc) is not dict:
+        return copy_document(doc)
+    copied = dict(doc)
+    for name in heads(*operation.written_fields(step)):
+        if name in copied:
+            copied[name] = copy_document(copied[name])
+    return copied
 
 
 __all__ = [

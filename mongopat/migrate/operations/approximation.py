@@ -89,6 +89,8 @@ class Operation(AddsFields):
             {"$set": {f"{name}Factor": {"$literal": step.params["factor"]}}},
         ]
 
+    changes_only_what_it_writes = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads(step.params["field"], f"{step.params['field']}Factor")
 

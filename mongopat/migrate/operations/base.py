@@ -213,6 +213,11 @@ class DocumentOperation(StepOperation):
 
     sampled_after: ClassVar[bool] = True
 
+    # Whether the transform changes the document only along the paths of :meth:`written_fields` (it sets,
+    # renames or removes them and changes no other value in place): the runner then copies only those
+    # values for it, where it copies the whole document otherwise.
+    changes_only_what_it_writes: ClassVar[bool] = False
+
     # Whether each side document the transform writes is the document itself (every field after ``_id``, in
     # the document's order) under an ``_id`` of its own: a dump-folder run reading only :meth:`read_fields`
     # copies the fields the step did not read into it as the line holds them.

@@ -103,6 +103,8 @@ class Operation(AddsFields):
         except ExpressionError as exc:
             raise StepError(f"computed: invalid expression: {exc}") from None
 
+    changes_only_what_it_writes = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads(step.params["field"], *parse(step.params["expression"]).paths())
 

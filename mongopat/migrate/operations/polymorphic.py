@@ -67,6 +67,8 @@ class Operation(AddsFields):
     def check(self, params: dict[str, Any]) -> None:
         check_rules(self.type.name, params)
 
+    changes_only_what_it_writes = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads(step.params["type_field"], *rule_paths(step.params))
 

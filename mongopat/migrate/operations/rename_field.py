@@ -103,6 +103,8 @@ class Operation(DocumentOperation):
         old = step.params["from"]
         return holds(old) if "." in old else None
 
+    changes_only_what_it_writes = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads(step.params["from"], step.params["to"])
 

@@ -61,6 +61,8 @@ class Operation(DocumentOperation):
             return missing
         return {"$or": [missing, {"$ne": [value_at(field), {"$literal": step.params["value"]}]}]}
 
+    changes_only_what_it_writes = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads(step.params["field"])
 

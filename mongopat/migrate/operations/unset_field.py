@@ -55,6 +55,8 @@ class Operation(DocumentOperation):
         field = step.params["field"]
         return holds(field) if "." in field else None
 
+    changes_only_what_it_writes = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads(step.params["field"])
 
