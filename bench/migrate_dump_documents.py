@@ -13,7 +13,11 @@ Prints the times, their ratio, the migration's own duration as mongopat records 
 - ``weather``: MongoDB's weather sample (``../shared/real-data/sample_weatherdata.archive.gz``, 1.7 KiB
   documents, optional nested sections), repeated to size with new ``_id``s.
 
+``--steps all`` runs every document step of ``bench/migrate_bytes.py`` (top-level and nested) in place of
+the three chosen by default.
+
     python3 bench/migrate_dump_documents.py [--documents 50000] [--rounds 3] [--corpus orders weather]
+                                            [--steps set_field computed ... | all]
 """
 
 from __future__ import annotations
@@ -51,11 +55,12 @@ def run_step(pristine: Path, work: Path, step: str, params: dict[str, Any]) -> t
     data = work / "data"
     shutil.rmtree(data, ignore_errors=True)
     shutil.copytree(pristine, data)
-    migrations = work / f"migrations_{step}"
+    name = step.replace(" ", "_")
+    migrations = work / f"migrations_{name}"
     if not migrations.exists():
         migrations.mkdir()
         spec = {"step": step, "collection": "items", **params}
-        (migrations / f"0001_{step}.yaml").write_text(render(f"0001_{step}", step, [spec]))
+        (migrations / f"0001_{name}.yaml").write_text(render(f"0001_{name}", spec["step"], [spec]))
     command = [sys.executable, "-m", "mongopat", "-q", "migrate", "up", "--dump", str(data), "--dir", str(migrations)]
     seconds, peak = run_measured([*command, "--yes"])
     entry = json_util.loads((data / "mongopat_changelog.json").read_text().splitlines()[0])
@@ -69,7 +74,9 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--corpus", nargs="+", choices=["orders", "weather"], default=["orders", "weather"])
+    parser.add_argument("--steps", nargs="+", default=list(CHOSEN), help="step names of migrate_bytes.STEPS, or all")
     args = parser.parse_args()
+    chosen = list(STEPS["orders"]) if args.steps == ["all"] else args.steps
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed package runs
     work = Path(tempfile.mkdtemp(prefix="mongopat-bench-"))
     try:
@@ -79,15 +86,15 @@ def main() -> None:
             size = (pristine / "items.json").stat().st_size
             run_step(pristine, work, "set_field", STEPS[corpus]["set_field"])  # warm-up: the bytecode cache
             bases: list[float] = []
-            runs: dict[str, list[tuple[float, float, float]]] = {step: [] for step in CHOSEN}
+            runs: dict[str, list[tuple[float, float, float]]] = {step: [] for step in chosen}
             for _ in range(args.rounds):
                 bases.append(baseline(pristine / "items.json", work / "copy.json"))
-                for step in CHOSEN:
+                for step in chosen:
                     runs[step].append(run_step(pristine, work, step, STEPS[corpus][step]))
             base = min(bases)
             print(f"\n{corpus}: {args.documents:,} documents, {size / 2**20:.1f} MiB of mongoexport JSON, "
                   f"best of {args.rounds}; baseline (orjson parse + write every line) {base:.2f} s")  # fmt: skip
-            for step in CHOSEN:
+            for step in chosen:
                 seconds = min(r[0] for r in runs[step])
                 duration = min(r[1] for r in runs[step])
                 peak = max(r[2] for r in runs[step])
