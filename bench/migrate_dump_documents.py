@@ -6,7 +6,8 @@ the same run, each timed best of ``--rounds`` (interleaved, so that a slow spell
 side):
 - baseline: parse every line and write it back (orjson), in this process;
 - mongopat: ``mongopat migrate up --dump`` with one document step, as a separate process on a fresh copy of
-  the folder (start-up, decoding, the step, encoding, fsync, verification and bookkeeping included).
+  the folder (start-up, decoding, the step, encoding, fsync, verification and bookkeeping included), on
+  its default workers (a file over 4 MiB is cut into parts, one per CPU) and with ``--workers 1``.
 Prints the times, their ratio, the migration's own duration as mongopat records it and its peak memory.
 
 - ``orders``: generated orders (line items, optional coupon and notes, a tags array), ~330 bytes each;
@@ -50,7 +51,9 @@ def prepare(work: Path, corpus: str, documents: list[dict[str, Any]]) -> Path:
     return pristine
 
 
-def run_step(pristine: Path, work: Path, step: str, params: dict[str, Any]) -> tuple[float, float, float]:
+def run_step(
+    pristine: Path, work: Path, step: str, params: dict[str, Any], options: tuple[str, ...] = ()
+) -> tuple[float, float, float]:
     """(wall seconds, the migration's recorded duration, peak MiB) of one fresh run."""
     data = work / "data"
     shutil.rmtree(data, ignore_errors=True)
@@ -62,7 +65,7 @@ def run_step(pristine: Path, work: Path, step: str, params: dict[str, Any]) -> t
         spec = {"step": step, "collection": "items", **params}
         (migrations / f"0001_{name}.yaml").write_text(render(f"0001_{name}", spec["step"], [spec]))
     command = [sys.executable, "-m", "mongopat", "-q", "migrate", "up", "--dump", str(data), "--dir", str(migrations)]
-    seconds, peak = run_measured([*command, "--yes"])
+    seconds, peak = run_measured([*command, "--yes", *options])
     entry = json_util.loads((data / "mongopat_changelog.json").read_text().splitlines()[0])
     if entry["state"] != "applied":
         sys.exit(f"{step}: {entry.get('error')}")
@@ -86,20 +89,27 @@ def main() -> None:
             size = (pristine / "items.json").stat().st_size
             run_step(pristine, work, "set_field", STEPS[corpus]["set_field"])  # warm-up: the bytecode cache
             bases: list[float] = []
-            runs: dict[str, list[tuple[float, float, float]]] = {step: [] for step in chosen}
+            ways = {"": (), " --workers 1": ("--workers", "1")}
+            runs: dict[tuple[str, str], list[tuple[float, float, float]]] = {
+                (step, way): [] for step in chosen for way in ways
+            }
             for _ in range(args.rounds):
                 bases.append(baseline(pristine / "items.json", work / "copy.json"))
                 for step in chosen:
-                    runs[step].append(run_step(pristine, work, step, STEPS[corpus][step]))
+                    for way, options in ways.items():
+                        runs[step, way].append(run_step(pristine, work, step, STEPS[corpus][step], options))
             base = min(bases)
             print(f"\n{corpus}: {args.documents:,} documents, {size / 2**20:.1f} MiB of mongoexport JSON, "
-                  f"best of {args.rounds}; baseline (orjson parse + write every line) {base:.2f} s")  # fmt: skip
+                  f"best of {args.rounds}; baseline (orjson parse + write every line, one process) {base:.2f} s; "
+                  f"mongopat on its default workers ({os.cpu_count()} CPUs here), then on one")  # fmt: skip
             for step in chosen:
-                seconds = min(r[0] for r in runs[step])
-                duration = min(r[1] for r in runs[step])
-                peak = max(r[2] for r in runs[step])
-                print(f"  {step:<20} {seconds:6.2f} s = {seconds / base:5.2f}x (whole process); the migration "
-                      f"itself {duration:.2f} s = {duration / base:.2f}x; peak {peak:.0f} MiB")  # fmt: skip
+                for way in ways:
+                    seconds = min(r[0] for r in runs[step, way])
+                    duration = min(r[1] for r in runs[step, way])
+                    peak = max(r[2] for r in runs[step, way])
+                    print(f"  {step + way:<31} {seconds:6.2f} s = {seconds / base:5.2f}x (whole process); "
+                          f"the migration itself {duration:.2f} s = {duration / base:.2f}x; "
+                          f"peak {peak:.0f} MiB")  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

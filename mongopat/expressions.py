@@ -26,10 +26,11 @@ from __future__ import annotations
 import decimal
 import functools
 import math
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from bson.decimal128 import Decimal128, create_decimal128_context
 from bson.int64 import Int64
@@ -281,11 +282,63 @@ def _compiled(node: Any) -> Program:
             return lambda scope: _number(_lookup(scope, path))
 
         def field(scope: Any) -> Value | None:
-            return _number(scope.get(path)) if isinstance(scope, dict) else None
+            if type(scope) is not dict:
+                return _number(scope.get(path)) if isinstance(scope, dict) else None
+            value = scope.get(path)
+            kind = type(value)
+            if kind is int:
+                return value
+            if kind is float:
+                return value if value - value == 0.0 else None  # NaN and infinities give NaN
+            return _number(value)
 
         return field
     left, right, op = _compiled(node.left), _compiled(node.right), node.op
-    return lambda scope: _combine(op, left(scope), right(scope))
+
+    def general(scope: Any) -> Value | None:
+        return _combine(op, left(scope), right(scope))
+
+    double = _DOUBLE_OPERATIONS.get(op)
+    if double is None:
+        return general
+    if type(node.left) is Path and type(node.right) is Path and "." not in node.left.path + node.right.path:
+        return _field_pair(node.left.path, node.right.path, double, general)
+
+    def combined(scope: Any) -> Value | None:
+        # Two doubles, or a double and an int: what _combine computes, without its dispatch.
+        a, b = left(scope), right(scope)
+        kind_a, kind_b = type(a), type(b)
+        if (kind_a is float and (kind_b is float or kind_b is int)) or (kind_a is int and kind_b is float):
+            return double(float(a), float(b))  # type: ignore[arg-type]
+        return _combine(op, a, b)
+
+    return combined
+
+
+def _field_pair(first: str, second: str, double: Callable[[float, float], float], general: Program) -> Program:
+    """Two fields of the scope combined (``price * qty``), read straight from it. Two doubles, or a double
+    and an int, whose result is finite are combined here: a finite result means finite operands. The rest
+    (a missing field, a NaN, an overflow, ints, decimals) goes to ``general``."""
+
+    def pair(scope: Any) -> Value | None:
+        if type(scope) is dict:
+            a, b = scope.get(first), scope.get(second)
+            kind_a, kind_b = type(a), type(b)
+            if (kind_a is float and (kind_b is float or kind_b is int)) or (kind_a is int and kind_b is float):
+                result = double(float(a), float(b))  # type: ignore[arg-type]
+                if result - result == 0.0:
+                    return result
+        return general(scope)
+
+    return pair
+
+
+# The operators whose double arithmetic has no special case (division by zero gives null: _combine).
+_DOUBLE_OPERATIONS: dict[str, Callable[[float, float], float]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+}
 
 
 def _operate(op: str, left: Any, right: Any) -> Any:
@@ -322,14 +375,19 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
         return int(expression.program(document) is not None)
     if isinstance(elements, list):
         program = expression.element_program
-        values = [program(element) for element in elements if isinstance(element, dict)]
+        values = [
+            value for element in elements if isinstance(element, dict) and (value := program(element)) is not None
+        ]
     else:
-        values = [expression.program(document)]
-    return _fold(expression.function, [v for v in values if v is not None])
+        value = expression.program(document)
+        values = [] if value is None else [value]
+    return _fold(expression.function, values)
 
 
 def _fold(function: str, values: list[Value]) -> Any:
     """``$sum``, ``$avg``, ``$min`` or ``$max`` of the numbers ``values``, typed as MongoDB types them."""
+    if function == "sum" and values and set(map(type, values)) == {float}:  # the usual case: doubles
+        return _compensated_sum(values)
     if function in ("min", "max"):
         if not values:
             return None
@@ -354,22 +412,31 @@ def _compensated_sum(values: list[Value]) -> float:
     (``math.fsum``) and depends on the order: 1249.92 + 624.96 + 208.32 is 2083.2000000000003, the
     other way round 2083.2, as mongod gives them."""
     total = carried = plain = 0.0
-    for value in values:
-        parts = [float(value)]
-        if isinstance(value, Int64) or (isinstance(value, int) and not -_INT32 <= value < _INT32):
-            # A long is added as two doubles that hold it exactly: what is below 2**32, then the rest.
-            high = (abs(value) >> 32 << 32) * (1 if value >= 0 else -1)
-            parts = [float(value - high), float(high)]
-        for x in parts:
-            plain += x  # kept for a sum that the compensation turns into NaN (infinities)
-            s = x + carried  # Fast2Sum: the carried error is the smaller
-            x, carried = s, carried - (s - x)
-            s = total + x  # 2Sum: either may be the larger
-            back = s - x
-            x = (total - back) + (x - (s - back))
-            total = s
-            carried += x
+    for x in _as_doubles(values):
+        plain += x  # kept for a sum that the compensation turns into NaN (infinities)
+        s = x + carried  # Fast2Sum: the carried error is the smaller
+        x, carried = s, carried - (s - x)
+        s = total + x  # 2Sum: either may be the larger
+        back = s - x
+        x = (total - back) + (x - (s - back))
+        total = s
+        carried += x
     return plain if math.isnan(total) else total
+
+
+def _as_doubles(values: list[Value]) -> list[float]:
+    """The doubles ``$sum`` adds for ``values``: each as a double, a long as two doubles that hold it
+    exactly (what is below 2**32, then the rest)."""
+    if set(map(type, values)) <= {float}:
+        return cast(list[float], values)
+    doubles = []
+    for value in values:
+        if isinstance(value, Int64) or (isinstance(value, int) and not -_INT32 <= value < _INT32):
+            high = (abs(value) >> 32 << 32) * (1 if value >= 0 else -1)
+            doubles.extend((float(value - high), float(high)))
+        else:
+            doubles.append(float(value))
+    return doubles
 
 
 def _bson(value: Value | None) -> Any:

@@ -10,7 +10,7 @@ import bson
 import pytest
 from bson import Decimal128, Int64
 
-from mongopat.expressions import _arith, aggregation, evaluate, parse, strip_prefix
+from mongopat.expressions import _arith, _as_doubles, aggregation, evaluate, parse, strip_prefix
 from tests.support.mongod import COMPENSATED_SUMS
 
 
@@ -156,3 +156,10 @@ def test_the_compiled_expression_gives_what_walking_its_tree_gives(text):
                 assert typed(program(scope)) == typed(_arith(body, scope)) or repr(program(scope)) == repr(
                     _arith(body, scope)
                 )
+
+
+def test_sum_adds_a_long_as_two_doubles_that_hold_it_and_doubles_as_they_are():
+    doubles = [0.1, 0.2]
+    assert _as_doubles(doubles) is doubles
+    assert _as_doubles([Int64(2**40 + 5), 1.5, 2, 2**33]) == [5.0, float(2**40), 1.5, 2.0, 0.0, float(2**33)]
+    assert _as_doubles([Int64(-(2**40) - 5)]) == [-5.0, -float(2**40)]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
 from mongopat.errors import OperationFailed
-from mongopat.migrate.operations import OPERATIONS, transform
+from mongopat.migrate.operations import OPERATIONS, transformer
 from mongopat.migrate.runner import StepOutcome, count
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document, Result
@@ -122,9 +122,10 @@ def changes(store: DocumentStore, step: Step, versions: list[Version], stats: di
     """The step's transform of each version; one it leaves as it was, with nothing to write beside it (a
     reference with nothing to copy), is only counted."""
     ctx = store.context(step, [version.document for version in versions])
+    apply = transformer(step)
     found = []
     for version in versions:
-        result = transform(version.document, step, ctx)
+        result = apply(version.document, ctx)
         if result.document == version.document and not result.side:
             count(stats, "unchanged")
             continue

@@ -64,6 +64,8 @@ class Result:
 
 
 def get_path(document: Document, path: str) -> Any:
+    if "." not in path:  # a top-level field, the usual case: no split
+        return document.get(path) if isinstance(document, dict) else None
     value: Any = document
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
@@ -73,6 +75,8 @@ def get_path(document: Document, path: str) -> Any:
 
 
 def has_path(document: Document, path: str) -> bool:
+    if "." not in path:
+        return isinstance(document, dict) and path in document
     value: Any = document
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
@@ -82,6 +86,9 @@ def has_path(document: Document, path: str) -> bool:
 
 
 def set_path(document: Document, path: str, value: Any) -> None:
+    if "." not in path:
+        document[path] = value
+        return
     parts = path.split(".")
     target = document
     for part in parts[:-1]:
@@ -92,6 +99,8 @@ def set_path(document: Document, path: str, value: Any) -> None:
 
 
 def pop_path(document: Document, path: str) -> Any:
+    if "." not in path:
+        return document.pop(path, None) if isinstance(document, dict) else None
     parts = path.split(".")
     target: Any = document
     for part in parts[:-1]:

@@ -593,16 +593,16 @@ def read_json_documents(path: Path) -> Iterator[dict[str, Any]]:
         yield decode_json_record(path, line_number, record)
 
 
-def json_lines_and_documents(path: Path) -> Iterator[tuple[bytes | None, dict[str, Any]]]:
-    """Each document of a JSON export decoded, with its line as the file holds it (None for the documents
-    of a ``--jsonArray`` or ``--pretty`` export, which have no line of their own)."""
-    for line_number, record in _json_records(path):
+def json_lines_and_documents(path: Path, part: FilePart | None = None) -> Iterator[tuple[bytes | None, dict[str, Any]]]:
+    """Each document of a JSON export (of ``part`` of it) decoded, with its line as the file holds it (None
+    for the documents of a ``--jsonArray`` or ``--pretty`` export, which have no line of their own)."""
+    for line_number, record in _json_records(path, part):
         yield (record if type(record) is bytes else None), decode_json_record(path, line_number, record)
 
 
-def bson_records_and_documents(path: Path) -> Iterator[tuple[bytes, dict[str, Any]]]:
-    """Each document of a BSON file decoded, with its bytes as the file holds them."""
-    for offset, record in _bson_records(path):
+def bson_records_and_documents(path: Path, part: FilePart | None = None) -> Iterator[tuple[bytes, dict[str, Any]]]:
+    """Each document of a BSON file (of ``part`` of it) decoded, with its bytes as the file holds them."""
+    for offset, record in _bson_records(path, part):
         yield record, _decode_bson_record(path, offset, record)[0]
 
 

@@ -131,6 +131,21 @@ def decode_value(value: Any) -> Any:
     return value
 
 
+def decode_parsed(value: Any) -> Any:
+    """:func:`decode_value` for a value as a JSON parser gave it (plain JSON, nothing decoded yet). An
+    array or document without a wrapper is returned as it is: written back compactly, it has no ``"$``
+    (every ``$``-led key shows so, however the file spelled it), and that check runs in C, where walking
+    it runs in Python (an order's line items: 0.6 against 1.5 microseconds here)."""
+    kind = type(value)
+    if kind is list or (kind is dict and not (value and next(iter(value))[:1] == "$")):  # not a wrapper itself
+        try:
+            if b'"$' not in dumps(value):
+                return value
+        except TypeError:  # what orjson will not write (an integer over 64 bits): walked
+            pass
+    return decode_value(value)
+
+
 class _AllFound(Exception):
     """Every wrapper a line can hold has been decoded: the rest of the document is plain JSON."""
 
@@ -230,7 +245,21 @@ def to_extended(value: Any, canonical: bool = False) -> Any:
 
 
 def _fast_default(value: Any) -> Any:
+    # orjson asks for every ObjectId it meets, and the documents a step writes beside one (an order's line
+    # items, each under its parent's _id twice) often hold the same ObjectId again and again: the last one
+    # is kept with its Extended JSON (a strong reference, so the identity check cannot be fooled).
+    global _LAST_OBJECT_ID
+    last = _LAST_OBJECT_ID
+    if value is last[0]:
+        return last[1]
+    if type(value) is ObjectId:
+        extended = {"$oid": value.binary.hex()}
+        _LAST_OBJECT_ID = (value, extended)
+        return extended
     return to_extended(value)
+
+
+_LAST_OBJECT_ID: tuple[Any, Any] = (None, None)
 
 
 def encode_document(document: dict[str, Any], canonical: bool = False) -> bytes:

@@ -35,7 +35,7 @@ from typing import IO, Any
 import orjson
 
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.dump_folder.file_parts import Part, plan_parts, run_parallel, start_without_ctrl_c
+from mongopat.migrate.dump_folder.file_parts import SPILL_PREFIX, Part, plan_parts, run_parallel, start_without_ctrl_c
 from mongopat.migrate.operations.bucket import BucketFill, measured
 from mongopat.migrate.transform_api import set_path
 from mongopat.sources.dump import FilePart, _json_records, _open, json_problem, partition_file
@@ -45,7 +45,6 @@ CHUNK_LINES = 1000
 CLOSE_EVERY_LINES = 10_000  # how often windows well behind the newest are closed and written
 MIN_PARALLEL_BYTES = 4 * 1024 * 1024  # below this, starting a second process costs more than it saves
 PARENT_SHARE = 0.8  # of an even share: merging and writing take about a fifth of the work
-SPILL_PREFIX = ".mongopat-spill-"
 _BOM = b"\xef\xbb\xbf"
 _FRAME = struct.Struct("<QQ")
 

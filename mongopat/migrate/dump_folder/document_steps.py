@@ -4,12 +4,17 @@ written beside it (``rewrites.py`` commits the files and writes the step's index
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from mongopat.errors import OperationFailed
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.document_batches import Change, Version, apply_batches, refuse_existing
+from mongopat.migrate.dump_folder.file_parts import SPILL_PREFIX, run_parallel
 from mongopat.migrate.dump_folder.files import DocumentWriter, records_and_documents
 from mongopat.migrate.dump_folder.partial_lines import copied_line, merged_line, partial_versions
 from mongopat.migrate.dump_folder.rewrites import FileRewrites
@@ -17,7 +22,7 @@ from mongopat.migrate.operations import OPERATIONS, DocumentOperation
 from mongopat.migrate.runner import StepOutcome, count
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document
-from mongopat.sources.dump import JSON_SUFFIXES
+from mongopat.sources.dump import JSON_SUFFIXES, FilePart, partition_file
 
 # Documents a dump folder hands the step at a time. Nothing is sent anywhere, so a batch buys nothing, and a
 # small one keeps the documents being worked on in the CPU's caches: parsing 20,000 weather documents
@@ -25,23 +30,100 @@ from mongopat.sources.dump import JSON_SUFFIXES
 # lease still go by --batch-size.
 CHUNK = 32
 
+# Files below this are rewritten by this process alone: starting workers and appending their files costs
+# more than it saves.
+MIN_PARALLEL_BYTES = 4 * 1024 * 1024
+
 
 class DocumentFiles(FileRewrites):
     def refuse(self, step: Step) -> None:
         refuse_existing(step, lambda name: self.files.file_of(name) is not None)
 
     def write(self, run: StepRun, source: Path, writer: Callable[[str], DocumentWriter]) -> tuple[int, dict[str, Any]]:
-        operation = OPERATIONS[run.step.name]
         main = writer(run.step.collection)
         for side in run.step.created_collections():
             writer(side)  # created even when empty, so down and verify find it
+        parts = partition_file(source, self.runner.processes(), MIN_PARALLEL_BYTES)
+        if not parts:
+            outcome = self._rewrite(run, source, None, writer, None)
+            return outcome.read, outcome.stats
+        return self._rewrite_in_parts(run, source, parts, writer, main)
+
+    def _rewrite_in_parts(
+        self,
+        run: StepRun,
+        source: Path,
+        parts: list[FilePart],
+        writer: Callable[[str], DocumentWriter],
+        main: DocumentWriter,
+    ) -> tuple[int, dict[str, Any]]:
+        """A large file on several processes: each part of it (whole documents, in file order) through the
+        same loop, this process writing the first into the step's files and each worker its own into files
+        of a spill folder, appended to the step's files in file order once every part is done. Each
+        document's fate depends on the document alone (and on the context, read here before the workers
+        start, which they inherit), so the files are the bytes one process writes."""
+        context = self.runner.context(run.step)
+        kind = ".bson" if main.bson else ".json"
+        parent = os.getpid()
+        spill = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=self.folder))
+        try:
+
+            def spilled(number: int, part: FilePart) -> PartWritten:
+                writers: dict[str, DocumentWriter] = {}
+
+                def part_writer(name: str) -> DocumentWriter:
+                    if name not in writers:
+                        writers[name] = DocumentWriter(spill / f"{number}.{name}{kind}", kind, main.canonical)
+                    return writers[name]
+
+                try:
+                    outcome = self._rewrite(run, source, part, part_writer, context, parent=parent)
+                finally:
+                    for handle in writers.values():
+                        handle.close(durable=False)
+                return PartWritten(outcome.read, outcome.stats, {name: w.count for name, w in writers.items()})
+
+            def first() -> PartWritten:
+                outcome = self._rewrite(run, source, parts[0], writer, context)
+                return PartWritten(outcome.read, outcome.stats, {})
+
+            tasks = [first] + [lambda n=n, part=part: spilled(n, part) for n, part in enumerate(parts[1:], 1)]
+            results: list[PartWritten] = run_parallel(tasks)
+            read, stats = results[0].read, results[0].stats
+            for number, part in enumerate(results[1:], 1):
+                for name, written in part.counts.items():
+                    target = writer(name)
+                    with (spill / f"{number}.{name}{kind}").open("rb") as handle:
+                        shutil.copyfileobj(handle, target.handle, 1 << 20)
+                    target.count += written
+                read += part.read
+                add_up(stats, part.stats)
+                self.runner.hook(run.migration_id, run.index, read)
+            return read, stats
+        finally:
+            shutil.rmtree(spill, ignore_errors=True)
+
+    def _rewrite(
+        self,
+        run: StepRun,
+        source: Path,
+        part: FilePart | None,
+        writer: Callable[[str], DocumentWriter],
+        context: Context | None,
+        parent: int | None = None,
+    ) -> StepOutcome:
+        """The documents of ``source`` (of ``part`` of it) through the step, a chunk at a time, into
+        ``writer(name)``. In a worker (``parent``: the process that started it), progress and the lease are
+        the parent's, and the worker stops once its parent is gone (killed: nobody would take its part)."""
+        operation = OPERATIONS[run.step.name]
+        main = writer(run.step.collection)
         outcome = StepOutcome()
         batch_size = self.runner.options.batch_size
         figures = type(operation).file_stats is not DocumentOperation.file_stats  # most steps add none up
         # id() of a version read partly (its document holds only the fields the step reads) -> its whole
         # line as parsed, until the version is written.
         undecoded: dict[int, dict[str, Any]] = {}
-        store = FileDocuments(self.runner, run.step, writer, undecoded)
+        store = FileDocuments(self.runner, run.step, writer, undecoded, context)
 
         def write_batch(batch: list[Version], _written: int) -> None:
             # Every document, in file order: as the step made it, or as it was (not pending, or unchanged),
@@ -62,11 +144,14 @@ class DocumentFiles(FileRewrites):
                     for key, amount in operation.file_stats(version.document, run.step).items():
                         count(outcome.stats, key, amount)
             if outcome.read // batch_size > (outcome.read - len(batch)) // batch_size:  # every --batch-size documents
-                self.runner.hook(run.migration_id, run.index, outcome.read)
+                if parent is None:
+                    self.runner.hook(run.migration_id, run.index, outcome.read)
+                elif os.getppid() != parent:
+                    raise OperationFailed("the run that started this worker is gone")
 
-        apply_batches(store, run.step, _batches(_versions(source, operation.read_fields(run.step)), CHUNK, undecoded),
-                      outcome, write_batch)  # fmt: skip
-        return outcome.read, outcome.stats
+        versions = _versions(source, operation.read_fields(run.step), part)
+        apply_batches(store, run.step, _batches(versions, CHUNK, undecoded), outcome, write_batch)
+        return outcome
 
     def problems(
         self,
@@ -98,12 +183,17 @@ class FileDocuments:
     takes."""
 
     def __init__(
-        self, runner: Any, step: Step, writer: Callable[[str], DocumentWriter], undecoded: dict[int, dict[str, Any]]
+        self,
+        runner: Any,
+        step: Step,
+        writer: Callable[[str], DocumentWriter],
+        undecoded: dict[int, dict[str, Any]],
+        context: Context | None = None,
     ) -> None:
         self.runner, self.writer, self.undecoded = runner, writer, undecoded
         self.copies = OPERATIONS[step.name].side_documents_copy_the_document
         self.replaced: dict[int, Document] = {}  # id() of a version of the batch -> its new document
-        self._context: Context | None = None
+        self._context = context
 
     def context(self, step: Step, documents: list[Document]) -> Context:
         if self._context is None:
@@ -119,10 +209,10 @@ class FileDocuments:
             parsed = self.undecoded.get(id(version)) if self.copies else None
             for name, documents in result.side.items():
                 side = self.writer(name)
-                for document in documents:
-                    if parsed is None:
-                        side.write(document)
-                    else:
+                if parsed is None:
+                    side.write_all(documents)
+                else:
+                    for document in documents:
                         side.write_line(copied_line(parsed, version.document, document, side.canonical))
                 written += len(documents)
         count(stats, "transformed", len(changes))
@@ -132,12 +222,33 @@ class FileDocuments:
         return versions
 
 
-def _versions(source: Path, fields: frozenset[str] | None) -> Iterator[tuple[Version, dict[str, Any] | None]]:
-    """The documents of a collection file: decoded whole, or, for a step that reads only some top-level
-    fields of a JSON file, only those, each with its line as parsed (the rest of it passes through)."""
+def _versions(
+    source: Path, fields: frozenset[str] | None, part: FilePart | None = None
+) -> Iterator[tuple[Version, dict[str, Any] | None]]:
+    """The documents of a collection file (of ``part`` of it): decoded whole, or, for a step that reads
+    only some top-level fields of a JSON file, only those, each with its line as parsed (the rest of it
+    passes through)."""
     if fields is not None and source.name.endswith(JSON_SUFFIXES):
-        return partial_versions(source, fields)
-    return ((Version(record, document), None) for record, document in records_and_documents(source))
+        return partial_versions(source, fields, part)
+    return ((Version(record, document), None) for record, document in records_and_documents(source, part))
+
+
+class PartWritten(NamedTuple):
+    """What a worker wrote of its part of the file: documents read, the step's figures, and the
+    documents written to each collection's spill file."""
+
+    read: int
+    stats: dict[str, Any]
+    counts: dict[str, int]
+
+
+def add_up(into: dict[str, Any], more: dict[str, Any]) -> None:
+    """Add a part's figures (counts, and documents of counts) into ``into``."""
+    for key, value in more.items():
+        if isinstance(value, dict):
+            add_up(into.setdefault(key, {}), value)
+        else:
+            count(into, key, value)
 
 
 def _batches(

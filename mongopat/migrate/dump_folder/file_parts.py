@@ -11,7 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mongopat.errors import OperationFailed
+from mongopat.errors import InputError, OperationFailed
+
+# Folders (in the dump folder) where workers write their parts; a run that was killed leaves them behind,
+# and the next run removes them once it holds the lock.
+SPILL_PREFIX = ".mongopat-spill-"
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,10 @@ def run_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
             except EOFError:
                 raise OperationFailed("a worker process stopped without a result") from None
             if not ok:
-                raise OperationFailed(f"a worker process failed: {value}")
+                message, bad_input = value
+                if bad_input:  # the file's fault (a malformed line, named): an input error, as on one process
+                    raise InputError(message)
+                raise OperationFailed(f"a worker process failed: {message}")
             results.append(value)
         return results
     finally:
@@ -137,6 +144,6 @@ def _send_result(task: Callable[[], Any], sender: Any) -> None:
     try:
         result = (True, task())
     except Exception as exc:
-        result = (False, str(exc) or type(exc).__name__)
+        result = (False, (str(exc) or type(exc).__name__, isinstance(exc, InputError)))
     sender.send(result)
     sender.close()

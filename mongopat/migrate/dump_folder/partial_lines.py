@@ -18,14 +18,17 @@ from typing import Any
 from mongopat.errors import InputError
 from mongopat.migrate.document_batches import Version
 from mongopat.migrate.transform_api import Document
-from mongopat.sources.dump import _json_records, decode_json_record, json_problem
-from mongopat.sources.extjson import ExtendedJSONError, JSONDecodeError, decode_value, encode_fields, loads
+from mongopat.sources.dump import FilePart, _json_records, decode_json_record, json_problem
+from mongopat.sources.extjson import ExtendedJSONError, JSONDecodeError, decode_parsed, encode_fields, loads
 
 
-def partial_versions(path: Path, fields: frozenset[str]) -> Iterator[tuple[Version, dict[str, Any] | None]]:
-    """The documents of a JSON collection file, each as a :class:`Version` whose ``document`` holds only
-    ``fields`` (those the line has), decoded, with the whole line as parsed (None: decoded whole)."""
-    for line_number, record in _json_records(path):
+def partial_versions(
+    path: Path, fields: frozenset[str], part: FilePart | None = None
+) -> Iterator[tuple[Version, dict[str, Any] | None]]:
+    """The documents of a JSON collection file (of ``part`` of it), each as a :class:`Version` whose
+    ``document`` holds only ``fields`` (those the line has), decoded, with the whole line as parsed (None:
+    decoded whole)."""
+    for line_number, record in _json_records(path, part):
         try:
             parsed = loads(record) if type(record) is bytes else record
         except (JSONDecodeError, ValueError) as exc:
@@ -35,12 +38,12 @@ def partial_versions(path: Path, fields: frozenset[str]) -> Iterator[tuple[Versi
             yield Version(line, decode_json_record(path, line_number, record)), None
             continue
         try:
-            # decode_value decodes in place: the parsed field now holds BSON types, which is why a written
+            # decode_parsed decodes in place: the parsed field now holds BSON types, which is why a written
             # line takes every read field from the document (merged_line), never from ``parsed``.
-            part = {key: decode_value(parsed[key]) for key in fields if key in parsed}
+            fields_read = {key: decode_parsed(parsed[key]) for key in fields if key in parsed}
         except (ExtendedJSONError, ValueError) as exc:
             raise InputError(f"{path}:{line_number}: not a valid Extended JSON document: {exc}") from None
-        yield Version(line, part), parsed
+        yield Version(line, fields_read), parsed
 
 
 def merged_line(parsed: dict[str, Any], read: Document, new: Document, canonical: bool) -> bytes:

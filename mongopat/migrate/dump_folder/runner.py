@@ -22,11 +22,11 @@ import bson
 
 from mongopat.errors import InputError
 from mongopat.migrate.contracts import StepRun
-from mongopat.migrate.dump_folder.bucket_lines import SPILL_PREFIX
 from mongopat.migrate.dump_folder.bucket_steps import BucketFiles
 from mongopat.migrate.dump_folder.catalog import DumpFolderCatalog
 from mongopat.migrate.dump_folder.collection_steps import CollectionFiles
 from mongopat.migrate.dump_folder.document_steps import DocumentFiles
+from mongopat.migrate.dump_folder.file_parts import SPILL_PREFIX
 from mongopat.migrate.dump_folder.files import DumpFolder, FileChangelog, FileLock, backup_name
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import KindRunner, RunnerBase, RunOptions

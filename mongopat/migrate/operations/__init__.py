@@ -10,6 +10,8 @@ added to :data:`STEP_OPERATIONS`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mongopat.migrate.operations import (
     approximation,
     attribute,
@@ -59,20 +61,32 @@ OPERATIONS: dict[str, DocumentOperation] = {
 
 def transform(doc: Document, step: Step, ctx: Context | None = None) -> Result:
     """Apply a document step to a copy of ``doc`` (the input is never modified)."""
+    return transformer(step)(doc, ctx or Context())
+
+
+def transformer(step: Step) -> Callable[[Document, Context], Result]:
+    """:func:`transform` for one step, what it needs of the step worked out once: a batch applies it to
+    every document."""
     operation = OPERATIONS[step.name]
-    return operation.transform(_copy_for(operation, doc, step), step, ctx or Context())
+    apply = operation.transform
+    if operation.changes_only_the_top_level:
+        return lambda doc, ctx: apply(dict(doc) if type(doc) is dict else copy_document(doc), step, ctx)
+    if not operation.changes_only_what_it_writes:
+        return lambda doc, ctx: apply(copy_document(doc), step, ctx)
+    written = heads(*operation.written_fields(step))
 
+    def apply_to_copy(doc: Document, ctx: Context) -> Result:
+        # A step that changes only the fields it writes gets a new top level whose values of those
+        # fields are copies; the others are shared.
+        if type(doc) is not dict:
+            return apply(copy_document(doc), step, ctx)
+        copied = dict(doc)
+        for name in written:
+            if name in copied:
+                copied[name] = copy_document(copied[name])
+        return apply(copied, step, ctx)
 
-def _copy_for(operation: DocumentOperation, doc: Document, step: Step) -> Document:
-    """What the transform may change: the whole document copied, or, for a step that changes only the
-    fields it writes, a new top level whose values of those fields are copies (the others shared)."""
-    if not operation.changes_only_what_it_writes or type(doc) is not dict:
-        return copy_document(doc)
-    copied = dict(doc)
-    for name in heads(*operation.written_fields(step)):
-        if name in copied:
-            copied[name] = copy_document(copied[name])
-    return copied
+    return apply_to_copy
 
 
 __all__ = [
@@ -83,4 +97,5 @@ __all__ = [
     "DocumentOperation",
     "StepOperation",
     "transform",
+    "transformer",
 ]

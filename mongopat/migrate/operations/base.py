@@ -218,6 +218,12 @@ class DocumentOperation(StepOperation):
     # values for it, where it copies the whole document otherwise.
     changes_only_what_it_writes: ClassVar[bool] = False
 
+    # Whether the transform changes only the top level of the document it is given: it sets or removes
+    # top-level fields to values it builds anew (slices, new lists, new documents), and changes no value
+    # inside the document in place. The runner then gives it a shallow copy; its results may share values
+    # with the document read, which nothing changes afterwards.
+    changes_only_the_top_level: ClassVar[bool] = False
+
     # Whether each side document the transform writes is the document itself (every field after ``_id``, in
     # the document's order) under an ``_id`` of its own: a dump-folder run reading only :meth:`read_fields`
     # copies the fields the step did not read into it as the line holds them.

@@ -170,6 +170,8 @@ class Operation(DocumentOperation):
         elements = doc.get(step.params["field"])
         return {"elements": len(elements)} if isinstance(elements, list) else {}
 
+    changes_only_the_top_level = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads("_id", step.params["field"], step.params["flag_field"])
 

@@ -177,6 +177,8 @@ class Operation(DocumentOperation):
         # is left as it is).
         return {"elements": len(doc[step.params["field"]])} if self.is_pending(doc, step) else {}
 
+    changes_only_the_top_level = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads("_id", step.params["field"], f"{step.params['field']}Count")
 
