@@ -193,7 +193,7 @@ def migrate_up(
         typer.Option(
             "--workers",
             help="On a server: threads over disjoint _id ranges for document steps (default 1). On a dump "
-            "folder: processes bucketing one large JSON file (default: CPUs, max 4).",
+            "folder: processes rewriting one large file, each a part of it (default: CPUs, max 4).",
             min=1,
         ),
     ] = None,
