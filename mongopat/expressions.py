@@ -387,7 +387,7 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
 def _fold(function: str, values: list[Value]) -> Any:
     """``$sum``, ``$avg``, ``$min`` or ``$max`` of the numbers ``values``, typed as MongoDB types them."""
     if function == "sum" and values and set(map(type, values)) == {float}:  # the usual case: doubles
-        return _compensated_sum(values)
+        return _sum_of_doubles(cast(list[float], values))
     if function in ("min", "max"):
         if not values:
             return None
@@ -411,8 +411,13 @@ def _compensated_sum(values: list[Value]) -> float:
     second double (2Sum after Fast2Sum), the running sum returned. It is not the correctly rounded sum
     (``math.fsum``) and depends on the order: 1249.92 + 624.96 + 208.32 is 2083.2000000000003, the
     other way round 2083.2, as mongod gives them."""
+    return _sum_of_doubles(_as_doubles(values))
+
+
+def _sum_of_doubles(doubles: list[float]) -> float:
+    """:func:`_compensated_sum` of doubles."""
     total = carried = plain = 0.0
-    for x in _as_doubles(values):
+    for x in doubles:
         plain += x  # kept for a sum that the compensation turns into NaN (infinities)
         s = x + carried  # Fast2Sum: the carried error is the smaller
         x, carried = s, carried - (s - x)

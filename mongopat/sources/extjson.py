@@ -252,11 +252,10 @@ def _fast_default(value: Any) -> Any:
     last = _LAST_OBJECT_ID
     if value is last[0]:
         return last[1]
+    extended = to_extended(value)
     if type(value) is ObjectId:
-        extended = {"$oid": value.binary.hex()}
         _LAST_OBJECT_ID = (value, extended)
-        return extended
-    return to_extended(value)
+    return extended
 
 
 _LAST_OBJECT_ID: tuple[Any, Any] = (None, None)
