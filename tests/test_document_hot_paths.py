@@ -1,6 +1,6 @@
 """The dump folder's document hot paths, each held to the slow path it replaced: ``copy_document`` (the copy
 of a document before a transform changes it, equal to ``copy.deepcopy`` and sharing nothing a transform
-could change), ``encode_document``'s one-pass line and ``decode_document``'s walk that stops once a line's
+could change), ``encode_document``'s one-pass line (and ``encode_lines``'s batch of them) and ``decode_document``'s walk that stops once a line's
 ``"$`` marks are spent."""
 
 from __future__ import annotations
@@ -54,6 +54,23 @@ def test_a_line_is_written_byte_for_byte_as_the_walk_writes_it():
         {"at": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc), "old": datetime.datetime(1900, 1, 1)},
     ):
         assert encode_document(document) == orjson.dumps(to_extended(document))
+
+
+@pytest.mark.parametrize("canonical", [False, True], ids=["relaxed", "canonical"])
+def test_lines_written_together_are_the_lines_written_one_by_one(canonical):
+    """encode_lines (a batch of side documents in one loop) writes what encode_document writes for each, a
+    newline after each: with BSON types, with a batch holding a NaN or a null (written one at a time), and
+    none."""
+    from mongopat.sources.extjson import encode_document, encode_lines
+
+    plain = {key: value for key, value in DOCUMENT.items() if key != "compiled"}
+    batches = [
+        [plain, {"_id": 2, "a": [1.5, "x"]}],
+        [{"_id": 1}, {"_id": 2, "nan": float("nan")}, {"_id": 3, "none": None}],
+        [],
+    ]
+    for documents in batches:
+        assert encode_lines(documents, canonical) == b"".join(encode_document(d, canonical) + b"\n" for d in documents)
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ import pytest
 from bson import json_util
 
 from mongopat.errors import InputError
-from mongopat.migrate.dump_folder import document_steps
+from mongopat.migrate.dump_folder import document_steps, file_parts
+from mongopat.migrate.dump_folder.rewrites import StepFiles
 from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
@@ -81,3 +82,51 @@ def test_a_small_file_stays_on_one_process(tmp_path, monkeypatch):
     monkeypatch.setattr(document_steps, "run_parallel", lambda tasks: seen.append(len(tasks)))
     _run(tmp_path, ".json", _body(".json"), CASES[0][1], 3)
     assert seen == []  # 300 documents are far below MIN_PARALLEL_BYTES
+
+
+@pytest.mark.parametrize("suffix", [".json", ".bson"])
+def test_a_measure_added_up_over_parts_is_the_whole_files(tmp_path, monkeypatch, suffix):
+    """Verification reads a large file in parts at the same time (``StepFiles.total``): the sum is the one
+    read whole, and every document is measured once."""
+    monkeypatch.setattr(file_parts, "MIN_PARALLEL_BYTES", 0)
+    seen: list[int] = []
+    real = file_parts.run_parallel
+    monkeypatch.setattr(file_parts, "run_parallel", lambda tasks: seen.append(len(tasks)) or real(tasks))
+    (tmp_path / f"orders{suffix}").write_bytes(_body(suffix))
+
+    def items(document: dict[str, Any]) -> int:
+        return len(document["items"]) if isinstance(document.get("items"), list) else 0
+
+    expected = sum(map(items, DOCUMENTS))
+    assert expected > 0
+
+    def files(workers: int) -> StepFiles:
+        return StepFiles(lambda name: tmp_path / f"{name}{suffix}", workers)
+
+    assert files(1).total("orders", items) == expected
+    assert files(3).total("orders", items) == expected
+    assert seen == [1, 3]
+    assert files(3).total("absent", items) == 0  # a collection without a file holds nothing
+
+
+def test_outlier_verification_in_parts_finds_an_element_lost(tmp_path, parts, monkeypatch):
+    """The outlier step's check (every element kept or moved) on files read in parts, before and after an
+    element goes missing from the last page of the overflow file."""
+    monkeypatch.setattr(file_parts, "MIN_PARALLEL_BYTES", 0)
+    spec = dict(CASES)["outlier"]
+    _run(tmp_path, ".json", _body(".json"), spec, 3)
+    data = tmp_path / "data"
+    migrations = load_folder(tmp_path / "m")
+
+    def verify() -> list[str]:
+        return DumpRunner(data, migrations, RunOptions(workers=3)).verify()["0001_step"]
+
+    assert verify() == []
+    overflow = data / f"{spec['overflow_collection']}.json"
+    lines = overflow.read_bytes().splitlines(keepends=True)
+    page = json_util.loads(lines[-1])
+    page["items"] = page["items"][1:]
+    lines[-1] = json_util.dumps(page).encode() + b"\n"
+    overflow.write_bytes(b"".join(lines))
+    [problem] = verify()
+    assert "kept +" in problem and "moved, expected" in problem

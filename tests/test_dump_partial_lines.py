@@ -62,6 +62,21 @@ def test_another_exporters_spelling_gives_the_same_documents_in_the_same_order(t
     assert repr(partial) == repr(whole)  # repr: field order counts, and a NaN equals itself
 
 
+def test_a_read_field_the_step_leaves_alone_keeps_its_spelling(tmp_path, monkeypatch):
+    """An ``_id`` the outlier step reads (to name the pages) but does not change is written back as the line
+    spelled it, as a field it does not read is, and so are the copies of it in the pages (the step only
+    copies it: ``only_copies_the_id``). A read field that is not an ObjectId is decoded."""
+    spelled = (
+        b'{"_id": {"$oid": "6553F1000000000000000ABC"}, "items": [1, 2, 3], "at": {"$date": "2024-01-01T00:00:00Z"}}\n'
+    )
+    spec = dict(CASES)["outlier"]
+    files = _migrate(tmp_path, spelled, spec, False, monkeypatch)
+    flag = build_step({"collection": "orders", **spec}).params["flag_field"]
+    kept = b'{"_id":{"$oid":"6553F1000000000000000ABC"},"items":[1],"at":{"$date":"2024-01-01T00:00:00Z"},'
+    assert files["orders.json"] == kept + f'"{flag}":true}}\n'.encode()
+    assert b'"parentId":{"$oid":"6553F1000000000000000ABC"}' in files[f"{spec['overflow_collection']}.json"]
+
+
 @pytest.mark.parametrize("layout", ["array", "pretty"])
 def test_exports_without_a_line_per_document(tmp_path, monkeypatch, layout):
     """A ``--jsonArray`` or ``--pretty`` export has no line to pass through: every document is written from
@@ -79,9 +94,9 @@ def test_the_partial_reading_is_what_runs(tmp_path, monkeypatch):
     seen: list[frozenset[str]] = []
     real = document_steps.partial_versions
 
-    def spy(path: Path, fields: frozenset[str], part: Any = None) -> Any:
+    def spy(path: Path, fields: frozenset[str], part: Any = None, id_as_spelled: bool = False) -> Any:
         seen.append(fields)
-        return real(path, fields, part)
+        return real(path, fields, part, id_as_spelled)
 
     monkeypatch.setattr(document_steps, "partial_versions", spy)
     body = b"".join(encode_document(document) + b"\n" for document in DOCUMENTS[:10])

@@ -66,7 +66,8 @@ def decode_wrapper(value: dict[str, Any]) -> Any:
         if len(value) == 1:
             inner = value[key]
             if key == "$oid":
-                return ObjectId(inner)
+                # From 12 bytes ObjectId skips its own checks of a string (see decode_wrappers).
+                return ObjectId(bytes.fromhex(inner) if type(inner) is str and len(inner) == 24 else inner)
             if key == "$date":
                 return _date(inner)
             if key == "$numberLong":
@@ -277,6 +278,24 @@ def encode_document(document: dict[str, Any], canonical: bool = False) -> bytes:
             if b"null" not in line:
                 return line
     return dumps(to_extended(document, canonical))
+
+
+def encode_lines(documents: list[dict[str, Any]], canonical: bool = False) -> bytes:
+    """:func:`encode_document` of each of ``documents``, each line ended by a newline: relaxed lines go
+    through orjson in one loop, and only a batch holding ``null`` or a value orjson refuses is written a
+    document at a time."""
+    if not canonical and documents:
+        try:
+            dumps_one = orjson.dumps  # type: ignore[name-defined]
+            joined: bytes = b"\n".join(
+                [dumps_one(document, default=_fast_default, option=_PASS_THROUGH) for document in documents]  # type: ignore[name-defined]
+            )
+        except (NameError, TypeError):
+            pass
+        else:
+            if b"null" not in joined:
+                return joined + b"\n"
+    return b"".join([encode_document(document, canonical) + b"\n" for document in documents])
 
 
 def encode_fields(values: dict[str, Any], decoded: list[str], canonical: bool = False) -> bytes:

@@ -35,15 +35,21 @@ from typing import IO, Any
 import orjson
 
 from mongopat.errors import InputError, OperationFailed
-from mongopat.migrate.dump_folder.file_parts import SPILL_PREFIX, Part, plan_parts, run_parallel, start_without_ctrl_c
+from mongopat.migrate.dump_folder.file_parts import (
+    MIN_PARALLEL_BYTES,
+    SPILL_PREFIX,
+    Part,
+    over_parts,
+    plan_parts,
+    start_without_ctrl_c,
+)
 from mongopat.migrate.operations.bucket import BucketFill, measured
 from mongopat.migrate.transform_api import set_path
-from mongopat.sources.dump import FilePart, _json_records, _open, json_problem, partition_file
+from mongopat.sources.dump import _json_records, _open, json_problem
 from mongopat.sources.extjson import ExtendedJSONError, decode_value, decode_wrapper, to_extended
 
 CHUNK_LINES = 1000
 CLOSE_EVERY_LINES = 10_000  # how often windows well behind the newest are closed and written
-MIN_PARALLEL_BYTES = 4 * 1024 * 1024  # below this, starting a second process costs more than it saves
 PARENT_SHARE = 0.8  # of an even share: merging and writing take about a fifth of the work
 _BOM = b"\xef\xbb\xbf"
 _FRAME = struct.Struct("<QQ")
@@ -558,9 +564,7 @@ class Tally:
 def tally_buckets(path: Path, workers: int = 1) -> Tally:
     """Count the documents of a mongoexport file and add up ``count`` over its bucket documents (those
     with a ``readings`` array), reading ranges of the file on ``workers`` processes."""
-    found = partition_file(path, workers, MIN_PARALLEL_BYTES)
-    parts: list[FilePart | None] = list(found) if found else [None]
-    tallies = run_parallel([lambda part=part: _tally(_json_records(path, part)) for part in parts])  # type: ignore[misc]
+    tallies = over_parts(path, workers, lambda part: _tally(_json_records(path, part)))
     return Tally(*(sum(t[i] for t in map(astuple, tallies)) for i in range(4)))
 
 

@@ -13,6 +13,7 @@ from mongopat.migrate.dump_folder.bucket_lines import CLOSE_EVERY_LINES, BucketS
 from mongopat.migrate.dump_folder.file_parts import run_parallel
 from mongopat.migrate.dump_folder.files import DocumentWriter, count_records, decoded_documents
 from mongopat.migrate.dump_folder.rewrites import FileRewrites
+from mongopat.migrate.operations.base import WrittenFiles
 from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.operations.bucket import pending as bucket_pending
 from mongopat.migrate.steps import Step
@@ -45,7 +46,7 @@ class BucketFiles(FileRewrites):
         stats: dict[str, Any],
         before: int | None,
         measured: Any,
-        after: Callable[[str], Iterator[Document]],
+        written: WrittenFiles,
     ) -> list[str]:
         if before is None:
             return []
@@ -57,7 +58,7 @@ class BucketFiles(FileRewrites):
                 found.append(f"{step.collection}: {measured.miscounted} bucket(s) whose count is not their readings")
             total = measured.readings
         else:
-            total = sum(d.get("count", 0) for d in after(step.collection) if isinstance(d.get("readings"), list))
+            total = written.total(step.collection, _readings)
         total += stats.get("passthrough", 0)
         if total != before:
             found.append(f"{step.collection}: buckets hold {total} readings, the original {before}")
@@ -112,3 +113,8 @@ class BucketFiles(FileRewrites):
         )
         out.count += merger.written
         return merger.read, {"passthrough": merger.passthrough}
+
+
+def _readings(document: Document) -> int:
+    """The readings a bucket says it holds (0 for a document passed through)."""
+    return document.get("count", 0) if isinstance(document.get("readings"), list) else 0

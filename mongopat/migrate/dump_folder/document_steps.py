@@ -14,11 +14,12 @@ from typing import Any, NamedTuple
 from mongopat.errors import OperationFailed
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.document_batches import Change, Version, apply_batches, refuse_existing
-from mongopat.migrate.dump_folder.file_parts import SPILL_PREFIX, run_parallel
+from mongopat.migrate.dump_folder.file_parts import MIN_PARALLEL_BYTES, SPILL_PREFIX, run_parallel
 from mongopat.migrate.dump_folder.files import DocumentWriter, records_and_documents
 from mongopat.migrate.dump_folder.partial_lines import copied_line, merged_line, partial_versions
 from mongopat.migrate.dump_folder.rewrites import FileRewrites
 from mongopat.migrate.operations import OPERATIONS, DocumentOperation
+from mongopat.migrate.operations.base import WrittenFiles
 from mongopat.migrate.runner import StepOutcome, count
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document
@@ -29,10 +30,6 @@ from mongopat.sources.dump import JSON_SUFFIXES, FilePart, partition_file
 # (1.7 KiB) took 0.13 s in chunks of 16 here and 0.35 s in batches of 1,000. Progress, throttling and the
 # lease still go by --batch-size.
 CHUNK = 32
-
-# Files below this are rewritten by this process alone: starting workers and appending their files costs
-# more than it saves.
-MIN_PARALLEL_BYTES = 4 * 1024 * 1024
 
 
 class DocumentFiles(FileRewrites):
@@ -149,7 +146,7 @@ class DocumentFiles(FileRewrites):
                 elif os.getppid() != parent:
                     raise OperationFailed("the run that started this worker is gone")
 
-        versions = _versions(source, operation.read_fields(run.step), part)
+        versions = _versions(source, operation.read_fields(run.step), part, operation.only_copies_the_id)
         apply_batches(store, run.step, _batches(versions, CHUNK, undecoded), outcome, write_batch)
         return outcome
 
@@ -159,13 +156,13 @@ class DocumentFiles(FileRewrites):
         stats: dict[str, Any],
         before: int | None,
         measured: Any,
-        after: Callable[[str], Iterator[Document]],
+        written: WrittenFiles,
     ) -> list[str]:
         found: list[str] = []
-        written = (stats.get("counts") or {}).get(step.collection)
-        if before is not None and written != before:
-            found.append(f"{step.collection}: {written} documents after, {before} before")
-        found.extend(OPERATIONS[step.name].verify_files(step, stats, after, self.files.count))
+        after = (stats.get("counts") or {}).get(step.collection)
+        if before is not None and after != before:
+            found.append(f"{step.collection}: {after} documents after, {before} before")
+        found.extend(OPERATIONS[step.name].verify_files(step, stats, written))
         return found
 
     def old_shape(self, run: StepRun) -> int | None:
@@ -223,13 +220,13 @@ class FileDocuments:
 
 
 def _versions(
-    source: Path, fields: frozenset[str] | None, part: FilePart | None = None
+    source: Path, fields: frozenset[str] | None, part: FilePart | None = None, id_as_spelled: bool = False
 ) -> Iterator[tuple[Version, dict[str, Any] | None]]:
     """The documents of a collection file (of ``part`` of it): decoded whole, or, for a step that reads
     only some top-level fields of a JSON file, only those, each with its line as parsed (the rest of it
-    passes through)."""
+    passes through; ``id_as_spelled``: and an ObjectId ``_id``)."""
     if fields is not None and source.name.endswith(JSON_SUFFIXES):
-        return partial_versions(source, fields, part)
+        return partial_versions(source, fields, part, id_as_spelled)
     return ((Version(record, document), None) for record, document in records_and_documents(source, part))
 
 

@@ -9,13 +9,19 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mongopat.errors import InputError, OperationFailed
+from mongopat.sources.dump import FilePart, partition_file
 
 # Folders (in the dump folder) where workers write their parts; a run that was killed leaves them behind,
 # and the next run removes them once it holds the lock.
 SPILL_PREFIX = ".mongopat-spill-"
+
+# Files below this are read by one process: starting a worker and gathering its part costs more than it saves.
+MIN_PARALLEL_BYTES = 4 * 1024 * 1024
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,14 @@ def _offsets_after_lines(path: Path, counts: list[int]) -> list[int]:
             seen += in_block
             position += len(block)
     return offsets
+
+
+def over_parts(path: Path, workers: int, read: Callable[[FilePart | None], T]) -> list[T]:
+    """``read`` of each part of a collection file, in file order, on up to ``workers`` processes at once
+    (``read(None)``: the whole file, when it is small, gzipped or not one document per line)."""
+    found = partition_file(path, workers, MIN_PARALLEL_BYTES)
+    parts: list[FilePart | None] = list(found) if found else [None]
+    return run_parallel([lambda part=part: read(part) for part in parts])  # type: ignore[misc]
 
 
 def start_without_ctrl_c(process: Any) -> None:

@@ -36,7 +36,7 @@ from mongopat.sources.dump import (
     json_lines_and_documents,
     read_json_documents,
 )
-from mongopat.sources.extjson import encode_document, loads
+from mongopat.sources.extjson import encode_document, encode_lines, loads
 from mongopat.timeseries.buckets import BUCKETS_PREFIX, unpack
 from mongopat.timeseries.options import TimeSeriesOptions
 
@@ -297,8 +297,7 @@ class DocumentWriter:
         if self.bson:
             self.handle.write(b"".join(map(bson.encode, documents)))
         else:
-            canonical = self.canonical
-            self.handle.write(b"".join([encode_document(document, canonical) + b"\n" for document in documents]))
+            self.handle.write(encode_lines(documents, self.canonical))
         self.count += len(documents)
 
     def write_line(self, line: bytes) -> None:
@@ -343,12 +342,13 @@ def decoded_documents(path: Path) -> Iterator[Document]:
     return read_json_documents(path)
 
 
-def plain_documents(path: Path) -> Iterator[Document]:
-    """Documents of a file as plain structures, for verification: Extended JSON wrappers stay undecoded,
-    which is enough to count documents, sum counts and measure arrays, and several times faster."""
+def plain_documents(path: Path, part: FilePart | None = None) -> Iterator[Document]:
+    """Documents of a file (of ``part`` of it) as plain structures, for verification: Extended JSON
+    wrappers stay undecoded, which is enough to count documents, sum counts and measure arrays, and
+    several times faster."""
     if path.name.endswith(BSON_SUFFIXES):
-        return (bson.decode(raw) for _offset, raw in _bson_records(path))
-    return (record if isinstance(record, dict) else loads(record) for _line, record in _json_records(path))
+        return (bson.decode(raw) for _offset, raw in _bson_records(path, part))
+    return (record if isinstance(record, dict) else loads(record) for _line, record in _json_records(path, part))
 
 
 def count_records(path: Path) -> int:

@@ -21,13 +21,17 @@ from mongopat.migrate.transform_api import Document
 from mongopat.sources.dump import FilePart, _json_records, decode_json_record, json_problem
 from mongopat.sources.extjson import ExtendedJSONError, JSONDecodeError, decode_parsed, encode_fields, loads
 
+_ID: frozenset[str] = frozenset(("_id",))
+_NOTHING: frozenset[str] = frozenset()
+
 
 def partial_versions(
-    path: Path, fields: frozenset[str], part: FilePart | None = None
+    path: Path, fields: frozenset[str], part: FilePart | None = None, id_as_spelled: bool = False
 ) -> Iterator[tuple[Version, dict[str, Any] | None]]:
     """The documents of a JSON collection file (of ``part`` of it), each as a :class:`Version` whose
     ``document`` holds only ``fields`` (those the line has), decoded, with the whole line as parsed (None:
-    decoded whole)."""
+    decoded whole). ``id_as_spelled``: an ObjectId ``_id`` stays its wrapper, as parsed
+    (``DocumentOperation.only_copies_the_id``)."""
     for line_number, record in _json_records(path, part):
         try:
             parsed = loads(record) if type(record) is bytes else record
@@ -40,21 +44,43 @@ def partial_versions(
         try:
             # decode_parsed decodes in place: the parsed field now holds BSON types, which is why a written
             # line takes every read field from the document (merged_line), never from ``parsed``.
-            fields_read = {key: decode_parsed(parsed[key]) for key in fields if key in parsed}
+            as_spelled = _ID if id_as_spelled and _object_id(parsed.get("_id")) else _NOTHING
+            fields_read = {
+                key: parsed[key] if key in as_spelled else decode_parsed(parsed[key]) for key in fields if key in parsed
+            }
         except (ExtendedJSONError, ValueError) as exc:
             raise InputError(f"{path}:{line_number}: not a valid Extended JSON document: {exc}") from None
         yield Version(line, fields_read), parsed
+
+
+def _object_id(spelled: Any) -> bool:
+    """Whether a value as parsed is an ObjectId's wrapper as Extended JSON spells one: ``{"$oid"}`` and 24
+    hex digits (anything else is decoded, and refused where it is not valid)."""
+    if type(spelled) is not dict or len(spelled) != 1:
+        return False
+    inner = spelled.get("$oid")
+    if type(inner) is not str or len(inner) != 24:
+        return False
+    try:
+        return len(bytes.fromhex(inner)) == 12  # fromhex skips whitespace, which would leave fewer
+    except ValueError:
+        return False
 
 
 def merged_line(parsed: dict[str, Any], read: Document, new: Document, canonical: bool) -> bytes:
     """The line to write, made in ``parsed`` (used up): its fields in their order, those the step read
     (``read``) taken from ``new`` (dropped when ``new`` has none), then ``new``'s fields the line did not
     have, in ``new``'s order. This is the order the transform gives the whole document: a field set in
-    place keeps its position, a new one goes last."""
+    place keeps its position, a new one goes last. A read field the step left as it was (the same object)
+    that the line spells as a wrapper of one string (``{"$oid": ...}``, ``{"$date": ...}``) keeps that
+    spelling, as an unread field does: nothing to encode again."""
     decoded: list[str] = []
     for key in read:
         if key in new:
-            parsed[key] = new[key]
+            value = new[key]
+            if value is read[key] and _string_wrapper(parsed[key], value):
+                continue
+            parsed[key] = value
             decoded.append(key)
         else:
             del parsed[key]
@@ -70,3 +96,12 @@ def copied_line(parsed: dict[str, Any], read: Document, side: Document, canonica
     (``side_documents_copy_the_document``), as a line: ``side``'s ``_id`` first, then the line's other
     fields in their order, those the step read taken from ``side``, then ``side``'s new fields."""
     return merged_line({"_id": None, **parsed}, {"_id": None, **read}, side, canonical)
+
+
+def _string_wrapper(spelled: Any, decoded: Any) -> bool:
+    """Whether ``spelled`` (a field as parsed) is a one-key wrapper of a string that ``decoded`` was
+    decoded from (a new object: a container is decoded in place, and stays the same object)."""
+    if type(spelled) is not dict or spelled is decoded or len(spelled) != 1:
+        return False
+    key, inner = next(iter(spelled.items()))
+    return key[:1] == "$" and type(inner) is str

@@ -11,15 +11,17 @@ are ``document_steps.py``, ``bucket_steps.py`` and ``collection_steps.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mongopat.errors import InputError
 from mongopat.migrate.catalog import index_name
 from mongopat.migrate.contracts import StepRun
+from mongopat.migrate.dump_folder.file_parts import over_parts
 from mongopat.migrate.dump_folder.files import DocumentWriter, backup_name, count_records, plain_documents
 from mongopat.migrate.operations import STEP_OPERATIONS
+from mongopat.migrate.operations.base import WrittenFiles
 from mongopat.migrate.runner import KindRunner
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Document
@@ -70,10 +72,10 @@ class FileRewrites(DumpSteps):
         stats: dict[str, Any],
         before: int | None,
         measured: Any,
-        after: Callable[[str], Iterator[Document]],
+        written: WrittenFiles,
     ) -> list[str]:
-        """Problems beyond the document counts every rewrite gets; ``after(name)`` reads a collection as the
-        step left it."""
+        """Problems beyond the document counts every rewrite gets; ``written`` reads the collections as the
+        step left them."""
         return []
 
     # -- up --------------------------------------------------------------------------------------
@@ -170,19 +172,15 @@ class FileRewrites(DumpSteps):
         current = runner.after(run.migration_id, run.index, run.step.collection, suffix)
         before, measured = self.measure(run.step, kept, current, suffix)
 
-        def after(name: str) -> Iterator[Document]:
-            path = runner.after(run.migration_id, run.index, name, suffix)
-            return plain_documents(path) if path.exists() else iter(())
-
+        written = StepFiles(lambda name: runner.after(run.migration_id, run.index, name, suffix), runner.processes())
         problems = []
         for name, expected in (stats.get("counts") or {}).items():
             found = self.documents_written(measured) if name == run.step.collection else None
             if found is None:
-                path = runner.after(run.migration_id, run.index, name, suffix)
-                found = count_records(path) if path.exists() else 0
+                found = written.count(name)
             if found != expected:
                 problems.append(f"{name}: {found} documents, {expected} written by the migration")
-        problems.extend(self.problems(run.step, stats, before, measured, after))
+        problems.extend(self.problems(run.step, stats, before, measured, written))
         if "indexes" in stats:  # an earlier mongopat wrote no indexes into the metadata
             catalog = runner.catalog(run)
             problems.extend(catalog.missing_indexes(STEP_OPERATIONS[run.step.name].indexes(run.step)))
@@ -202,3 +200,21 @@ class FileRewrites(DumpSteps):
         for name in catalog.stats.get("indexes_added") or []:  # the created collections went with theirs
             catalog.drop_index(run.step.collection, name)
         catalog.reverted()
+
+
+class StepFiles:
+    """The collections of a dump folder as a step left them (:class:`~mongopat.migrate.operations.base.WrittenFiles`):
+    ``path_of(name)`` is the file of each, ``workers`` the processes a large one is read on."""
+
+    def __init__(self, path_of: Callable[[str], Path], workers: int) -> None:
+        self.path_of, self.workers = path_of, workers
+
+    def count(self, name: str) -> int:
+        path = self.path_of(name)
+        return count_records(path) if path.exists() else 0
+
+    def total(self, name: str, measure: Callable[[Document], int]) -> int:
+        path = self.path_of(name)
+        if not path.exists():
+            return 0
+        return sum(over_parts(path, self.workers, lambda part: sum(map(measure, plain_documents(path, part)))))

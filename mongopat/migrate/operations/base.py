@@ -13,10 +13,10 @@ is and reports it). ``side`` holds, per document ``_id``, the documents the step
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from mongopat.migrate.operations.server_paths import holds
 from mongopat.migrate.transform_api import (
@@ -39,6 +39,22 @@ if TYPE_CHECKING:
     from mongopat.migrate.catalog import Catalog
 
 _MISSING = object()
+
+
+class WrittenFiles(Protocol):
+    """A dump folder's collections as a step left them, for :meth:`DocumentOperation.verify_files`. A
+    collection without a file has no documents."""
+
+    def count(self, name: str) -> int:
+        """Its documents, counted without parsing them."""
+        ...
+
+    def total(self, name: str, measure: Callable[[Document], int]) -> int:
+        """``measure`` of each of its documents added up. Documents are given as plain structures (Extended
+        JSON wrappers stay undecoded: enough to sum counts and measure arrays), and a large file is read in
+        parts at the same time, so ``measure`` must depend on the document alone."""
+        ...
+
 
 # Where a server's stages find a document's original beside what the step made of it: the input of
 # :meth:`DocumentOperation.server_side_documents` holds it (subset and outlier move its elements). A name no
@@ -229,6 +245,12 @@ class DocumentOperation(StepOperation):
     # copies the fields the step did not read into it as the line holds them.
     side_documents_copy_the_document: ClassVar[bool] = False
 
+    # Whether the transform uses the document's ``_id`` only to copy it into what it writes (it never
+    # compares, hashes or orders it). A dump-folder run reading JSON lines then hands it an ObjectId ``_id``
+    # as the line spells it (``{"$oid": ...}``, undecoded), which is written wherever it is copied as it was:
+    # decoding it and encoding it again for each copy costs more than the rest of a small side document.
+    only_copies_the_id: ClassVar[bool] = False
+
     # Collections (parameter names) whose documents, keyed by ``parentId``, the inverse needs. A document's
     # side documents there are replaced as a whole when it is written again, and go when it goes.
     side_collections: ClassVar[tuple[str, ...]] = ()
@@ -325,16 +347,10 @@ class DocumentOperation(StepOperation):
         """Documents a new document adds to the collections the step creates, on average."""
         return float(len(step.created_collections()))
 
-    def verify_files(
-        self,
-        step: Step,
-        stats: dict[str, Any],
-        documents: Callable[[str], Iterable[Document]],
-        count: Callable[[str], int],
-    ) -> list[str]:
+    def verify_files(self, step: Step, stats: dict[str, Any], written: WrittenFiles) -> list[str]:
         """Problems with what the step wrote in a dump folder, beyond the document counts every step gets:
-        ``documents(name)`` reads a collection as the step left it, ``count(name)`` counts one; ``stats``
-        are the step's own figures from the changelog."""
+        ``written`` reads the collections as the step left them; ``stats`` are the step's own figures from
+        the changelog."""
         return []
 
 

@@ -88,6 +88,8 @@ class Operation(AddsFields):
 
     changes_only_what_it_writes = True
 
+    only_copies_the_id = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         # The history copies every field, but reads only these: the others go into it as the line holds them.
         return frozenset(("_id", step.params["version_field"].split(".", 1)[0]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
@@ -16,6 +16,7 @@ from mongopat.migrate.operations.base import (
     Param,
     Step,
     StepType,
+    WrittenFiles,
     has_field,
     restore_field,
     top_level,
@@ -172,6 +173,8 @@ class Operation(DocumentOperation):
 
     changes_only_the_top_level = True
 
+    only_copies_the_id = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads("_id", step.params["field"], step.params["flag_field"])
 
@@ -244,23 +247,19 @@ class Operation(DocumentOperation):
         restore_field(result, original, step.params["flag_field"])
         return result
 
-    def verify_files(
-        self,
-        step: Step,
-        stats: dict[str, Any],
-        documents: Callable[[str], Iterable[Document]],
-        count: Callable[[str], int],
-    ) -> list[str]:
+    def verify_files(self, step: Step, stats: dict[str, Any], written: WrittenFiles) -> list[str]:
         """Every element is still there: kept embedded or moved to an overflow page."""
         field = step.params["field"]
-        kept = sum(_length(d.get(field)) for d in documents(step.collection))
-        moved = sum(_length(d.get(field)) for d in documents(step.params["overflow_collection"]))
+        kept = written.total(step.collection, partial(_field_length, field))
+        moved = written.total(step.params["overflow_collection"], partial(_field_length, field))
         expected = stats.get("elements", 0)
         if kept + moved != expected:
             return [f"{step.collection}.{field}: {kept} kept + {moved} moved, expected {expected}"]
         return []
 
 
-def _length(value: Any) -> int:
-    """Elements of an array; a field of another type holds none (a string's length is not elements)."""
+def _field_length(field: str, document: Document) -> int:
+    """Elements of a top-level array; a field of another type holds none (a string's length is not
+    elements)."""
+    value = document.get(field)
     return len(value) if isinstance(value, list) else 0

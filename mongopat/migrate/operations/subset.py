@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
@@ -18,6 +18,7 @@ from mongopat.migrate.operations.base import (
     Param,
     Step,
     StepType,
+    WrittenFiles,
     restore_field,
     top_level,
 )
@@ -179,6 +180,8 @@ class Operation(DocumentOperation):
 
     changes_only_the_top_level = True
 
+    only_copies_the_id = True
+
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads("_id", step.params["field"], f"{step.params['field']}Count")
 
@@ -250,16 +253,10 @@ class Operation(DocumentOperation):
         restore_field(result, original, f"{field}Count")
         return result
 
-    def verify_files(
-        self,
-        step: Step,
-        stats: dict[str, Any],
-        documents: Callable[[str], Iterable[Document]],
-        count: Callable[[str], int],
-    ) -> list[str]:
+    def verify_files(self, step: Step, stats: dict[str, Any], written: WrittenFiles) -> list[str]:
         """The full list holds every element the documents had."""
         expected = stats.get("elements", 0)
-        if count(step.params["full_collection"]) != expected:
+        if written.count(step.params["full_collection"]) != expected:
             return [f"{step.params['full_collection']}: expected {expected} elements"]
         return []
 
