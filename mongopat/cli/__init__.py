@@ -22,11 +22,13 @@ from mongopat.cli import analyze, recommend, access, check, tools, migrate  # no
 from mongopat.cli.app import app
 from mongopat.cli.output import State
 from mongopat.errors import EXIT_FINDINGS, EXIT_USAGE, MongopatError
+from mongopat.heap import keep_headroom
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
+    keep_headroom()
     try:
         app()
     except MongopatError as error:  # raised outside a command body (should not happen, but never a traceback)

@@ -281,20 +281,23 @@ def encode_document(document: dict[str, Any], canonical: bool = False) -> bytes:
 
 
 def encode_lines(documents: list[dict[str, Any]], canonical: bool = False) -> bytes:
-    """:func:`encode_document` of each of ``documents``, each line ended by a newline: relaxed lines go
-    through orjson in one loop, and only a batch holding ``null`` or a value orjson refuses is written a
-    document at a time."""
+    """:func:`encode_document` of each of ``documents``, each line ended by a newline. Relaxed lines go
+    through orjson in one loop; only a line holding ``null`` is written again by the walk."""
     if not canonical and documents:
         try:
             dumps_one = orjson.dumps  # type: ignore[name-defined]
-            joined: bytes = b"\n".join(
-                [dumps_one(document, default=_fast_default, option=_PASS_THROUGH) for document in documents]  # type: ignore[name-defined]
-            )
+            lines = [dumps_one(document, default=_fast_default, option=_PASS_THROUGH) for document in documents]  # type: ignore[name-defined]
         except (NameError, TypeError):
             pass
         else:
-            if b"null" not in joined:
-                return joined + b"\n"
+            joined: bytes = b"\n".join(lines)
+            if b"null" in joined:
+                walked = [
+                    line if b"null" not in line else dumps(to_extended(document))
+                    for line, document in zip(lines, documents, strict=True)
+                ]
+                joined = b"\n".join(walked)
+            return joined + b"\n"
     return b"".join([encode_document(document, canonical) + b"\n" for document in documents])
 
 

@@ -123,23 +123,26 @@ class DocumentFiles(FileRewrites):
         store = FileDocuments(self.runner, run.step, writer, undecoded, context)
 
         def write_batch(batch: list[Version], _written: int) -> None:
-            # Every document, in file order: as the step made it, or as it was (not pending, or unchanged),
-            # its record written back untouched.
+            # Every document, in file order, in one write: as the step made it, or as it was (not pending,
+            # or unchanged), its record written back untouched.
+            store.write_side()
+            records: list[bytes] = []
             for version in batch:
                 replaced = store.replaced.pop(id(version), None)
                 parsed = undecoded.pop(id(version), None)
                 if parsed is not None and (replaced is not None or version.raw is None):
                     new = version.document if replaced is None else replaced
-                    main.write_line(merged_line(parsed, version.document, new, main.canonical))
+                    records.append(merged_line(parsed, version.document, new, main.canonical) + b"\n")
                 elif replaced is not None:
-                    main.write(replaced)
+                    records.append(main.encode([replaced]))
                 elif version.raw is not None:
-                    main.write_record(version.raw)
+                    records.append(main.as_written(version.raw))
                 else:
-                    main.write(version.document)
+                    records.append(main.encode([version.document]))
                 if figures:
                     for key, amount in operation.file_stats(version.document, run.step).items():
                         count(outcome.stats, key, amount)
+            main.write_encoded(b"".join(records), len(records))
             if outcome.read // batch_size > (outcome.read - len(batch)) // batch_size:  # every --batch-size documents
                 if parent is None:
                     self.runner.hook(run.migration_id, run.index, outcome.read)
@@ -190,6 +193,7 @@ class FileDocuments:
         self.runner, self.writer, self.undecoded = runner, writer, undecoded
         self.copies = OPERATIONS[step.name].side_documents_copy_the_document
         self.replaced: dict[int, Document] = {}  # id() of a version of the batch -> its new document
+        self.side: dict[str, SideRecords] = {}  # collection -> what the batch writes to it
         self._context = context
 
     def context(self, step: Step, documents: list[Document]) -> Context:
@@ -205,18 +209,58 @@ class FileDocuments:
             self.replaced[id(version)] = result.document
             parsed = self.undecoded.get(id(version)) if self.copies else None
             for name, documents in result.side.items():
-                side = self.writer(name)
+                side = self.side.get(name)
+                if side is None:
+                    side = self.side[name] = SideRecords(self.writer(name))
                 if parsed is None:
-                    side.write_all(documents)
+                    side.add(documents)
                 else:
                     for document in documents:
-                        side.write_line(copied_line(parsed, version.document, document, side.canonical))
+                        side.add_line(copied_line(parsed, version.document, document, side.writer.canonical))
                 written += len(documents)
         count(stats, "transformed", len(changes))
         return written + len(changes), []
 
+    def write_side(self) -> None:
+        """The side documents the batch made, to their files, in the order of the documents they came
+        from (one write per file)."""
+        for side in self.side.values():
+            side.write()
+
     def current(self, step: Step, versions: list[Version], stats: dict[str, Any]) -> list[Version]:
         return versions
+
+
+class SideRecords:
+    """What a batch writes to the file of a collection the step creates, in order, for one write: documents
+    (encoded together) and lines already made."""
+
+    def __init__(self, writer: DocumentWriter) -> None:
+        self.writer = writer
+        self.chunks: list[bytes] = []
+        self.documents: list[Document] = []
+        self.count = 0
+
+    def add(self, documents: list[Document]) -> None:
+        self.documents.extend(documents)
+        self.count += len(documents)
+
+    def add_line(self, line: bytes) -> None:
+        """A JSON line (without its newline), after what was added before it."""
+        self._encode_documents()
+        self.chunks.append(line + b"\n")
+        self.count += 1
+
+    def write(self) -> None:
+        self._encode_documents()
+        if self.count:
+            self.writer.write_encoded(b"".join(self.chunks), self.count)
+        self.chunks, self.count = [], 0
+
+    def _encode_documents(self) -> None:
+        if self.documents:
+            self.chunks.append(self.writer.encode(self.documents))
+            self.documents = []
 
 
 def _versions(

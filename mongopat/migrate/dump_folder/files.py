@@ -292,24 +292,24 @@ class DocumentWriter:
             self.handle.write(encode_document(document, self.canonical) + b"\n")
         self.count += 1
 
-    def write_all(self, documents: list[Document]) -> None:
-        """:meth:`write` for each of ``documents``, in one write to the file."""
+    def encode(self, documents: list[Document]) -> bytes:
+        """``documents`` in this file's format (each JSON line ended by its newline), for
+        :meth:`write_encoded`."""
         if self.bson:
-            self.handle.write(b"".join(map(bson.encode, documents)))
-        else:
-            self.handle.write(encode_lines(documents, self.canonical))
-        self.count += len(documents)
+            return b"".join(map(bson.encode, documents))
+        return encode_lines(documents, self.canonical)
 
-    def write_line(self, line: bytes) -> None:
-        """A line of Extended JSON (without its newline) to a JSON file."""
-        self.handle.write(line + b"\n")
-        self.count += 1
-
-    def write_record(self, record: bytes) -> None:
+    def as_written(self, record: bytes) -> bytes:
         """A document as the collection's file held it (a BSON document, a line of an export in this
-        writer's format): written back as it was."""
-        self.handle.write(record if self.bson else record.rstrip(b"\r\n") + b"\n")
-        self.count += 1
+        writer's format) as this file writes it back: as it was, a line ended by one newline."""
+        if self.bson or (record[-1:] == b"\n" and record[-2:-1] != b"\r"):
+            return record
+        return record.rstrip(b"\r\n") + b"\n"
+
+    def write_encoded(self, data: bytes, documents: int) -> None:
+        """``data``, holding ``documents`` documents in this file's format, in one write."""
+        self.handle.write(data)
+        self.count += documents
 
     def close(self, durable: bool = True) -> None:
         """Close the file; ``durable``: once it is on disk (a worker's part, appended to the real file

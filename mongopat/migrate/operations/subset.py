@@ -190,8 +190,9 @@ class Operation(DocumentOperation):
         elements = doc.get(name)
         if not isinstance(elements, list):
             return Result(doc)
+        parent = doc.get("_id")
         full = [
-            {"_id": {"parent": doc.get("_id"), "index": index}, "parentId": doc.get("_id"), "index": index,
+            {"_id": {"parent": parent, "index": index}, "parentId": parent, "index": index,
              **(element if isinstance(element, dict) else {"value": element})}
             for index, element in enumerate(elements)
         ]  # fmt: skip
