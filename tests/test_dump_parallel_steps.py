@@ -130,3 +130,30 @@ def test_outlier_verification_in_parts_finds_an_element_lost(tmp_path, parts, mo
     overflow.write_bytes(b"".join(lines))
     [problem] = verify()
     assert "kept +" in problem and "moved, expected" in problem
+
+
+def test_files_counted_at_once_have_the_counts_of_files_counted_alone(tmp_path, monkeypatch):
+    """Verification counts the original and every file a step wrote at the same time
+    (``StepFiles.count_at_once``): the large ones spread over the workers, the small ones in this process."""
+    from mongopat.migrate.dump_folder import rewrites
+    from mongopat.migrate.dump_folder.files import count_records
+
+    monkeypatch.setattr(rewrites, "MIN_PARALLEL_BYTES", 2000)
+    groups: list[int] = []
+    real = rewrites.run_parallel
+    monkeypatch.setattr(rewrites, "run_parallel", lambda tasks: groups.append(len(tasks)) or real(tasks))
+    bodies = {
+        "a.json": _body(".json"),
+        "b.bson": _body(".bson"),
+        "c.json": _body(".json", DOCUMENTS[:200]) + b"\n  \n",  # a blank line is not a document
+        "small.json": _body(".json", DOCUMENTS[:3]),
+    }
+    for name, body in bodies.items():
+        (tmp_path / name).write_bytes(body)
+    paths = [tmp_path / name for name in bodies] + [tmp_path / "absent.json"]
+    for workers in (1, 3):
+        files = StepFiles(lambda name: tmp_path / name, workers)
+        files.count_at_once(paths)
+        assert [files.count_file(path) for path in paths] == [*(count_records(p) for p in paths[:-1]), 0]
+    assert [files.count_file(path) for path in paths] == [300, 300, 200, 3, 0]
+    assert groups == [1, 3]  # one process, then the three large files each in its own

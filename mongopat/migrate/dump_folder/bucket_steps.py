@@ -12,7 +12,7 @@ from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.dump_folder.bucket_lines import CLOSE_EVERY_LINES, BucketSpec, Tally, bucket_file, tally_buckets
 from mongopat.migrate.dump_folder.file_parts import run_parallel
 from mongopat.migrate.dump_folder.files import DocumentWriter, count_records, decoded_documents
-from mongopat.migrate.dump_folder.rewrites import FileRewrites
+from mongopat.migrate.dump_folder.rewrites import FileRewrites, StepFiles
 from mongopat.migrate.operations.base import WrittenFiles
 from mongopat.migrate.operations.bucket import BucketBuilder
 from mongopat.migrate.operations.bucket import pending as bucket_pending
@@ -28,14 +28,14 @@ class BucketFiles(FileRewrites):
             return self._write_buckets_fast(run.step, source, out, run.migration_id, run.index)
         return self._write_buckets(run.step, decoded_documents(source), out, run.migration_id, run.index)
 
-    def measure(self, step: Step, kept: Path, current: Path, suffix: str) -> tuple[int | None, Any]:
+    def measure(self, step: Step, kept: Path, current: Path, suffix: str, written: StepFiles) -> tuple[int | None, Any]:
         if kept.exists() and current.exists() and suffix in JSON_SUFFIXES:
             # The two reads of a large bucket migration's verification, at the same time.
             tally, before = run_parallel(
                 [lambda: tally_buckets(current, self.runner.processes()), lambda: count_records(kept)]
             )
             return before, tally
-        return super().measure(step, kept, current, suffix)
+        return super().measure(step, kept, current, suffix, written)
 
     def documents_written(self, measured: Any) -> int | None:
         return measured.documents if isinstance(measured, Tally) else None

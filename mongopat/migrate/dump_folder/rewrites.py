@@ -12,13 +12,14 @@ are ``document_steps.py``, ``bucket_steps.py`` and ``collection_steps.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mongopat.errors import InputError
 from mongopat.migrate.catalog import index_name
 from mongopat.migrate.contracts import StepRun
-from mongopat.migrate.dump_folder.file_parts import over_parts
+from mongopat.migrate.dump_folder.file_parts import MIN_PARALLEL_BYTES, over_parts, run_parallel
 from mongopat.migrate.dump_folder.files import DocumentWriter, backup_name, count_records, plain_documents
 from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.operations.base import WrittenFiles
@@ -57,10 +58,12 @@ class FileRewrites(DumpSteps):
         """Stream ``source`` into ``writer(name)`` for each collection written; (documents read, figures)."""
         raise NotImplementedError
 
-    def measure(self, step: Step, kept: Path, current: Path, suffix: str) -> tuple[int | None, Any]:
+    def measure(self, step: Step, kept: Path, current: Path, suffix: str, written: StepFiles) -> tuple[int | None, Any]:
         """What verify reads once: documents in the original (None when it is not kept), and what the kind
-        measured of the rewritten file (None: nothing)."""
-        return (count_records(kept) if kept.exists() else None), None
+        measured of the rewritten file (None: nothing). Here the original and every file the step wrote are
+        counted at the same time (``written`` keeps their counts)."""
+        written.count_at_once([kept, *map(written.path_of, [step.collection, *step.created_collections()])])
+        return (written.count_file(kept) if kept.exists() else None), None
 
     def documents_written(self, measured: Any) -> int | None:
         """The rewritten collection's documents, when :meth:`measure` counted them already."""
@@ -170,9 +173,8 @@ class FileRewrites(DumpSteps):
         suffix = runner.suffix(run)
         kept = self.folder / backup_name(run.migration_id, run.index, f"{run.step.collection}{suffix}")
         current = runner.after(run.migration_id, run.index, run.step.collection, suffix)
-        before, measured = self.measure(run.step, kept, current, suffix)
-
         written = StepFiles(lambda name: runner.after(run.migration_id, run.index, name, suffix), runner.processes())
+        before, measured = self.measure(run.step, kept, current, suffix, written)
         problems = []
         for name, expected in (stats.get("counts") or {}).items():
             found = self.documents_written(measured) if name == run.step.collection else None
@@ -208,13 +210,39 @@ class StepFiles:
 
     def __init__(self, path_of: Callable[[str], Path], workers: int) -> None:
         self.path_of, self.workers = path_of, workers
+        self._counts: dict[Path, int] = {}
 
     def count(self, name: str) -> int:
-        path = self.path_of(name)
-        return count_records(path) if path.exists() else 0
+        return self.count_file(self.path_of(name))
+
+    def count_file(self, path: Path) -> int:
+        """The documents of a file (none when it does not exist), counted once."""
+        if path not in self._counts:
+            self._counts[path] = count_records(path) if path.exists() else 0
+        return self._counts[path]
+
+    def count_at_once(self, paths: list[Path]) -> None:
+        """Count the documents of ``paths`` at the same time, for :meth:`count_file`: the large files
+        spread over up to ``workers`` processes (the largest first, each to the least loaded), the small
+        ones here."""
+        todo = [path for path in dict.fromkeys(paths) if path not in self._counts and path.exists()]
+        sizes = {path: path.stat().st_size for path in todo}
+        groups: list[list[Path]] = [[] for _ in range(max(1, min(self.workers, len(todo))))]
+        loads = [0] * len(groups)
+        for path in sorted(todo, key=sizes.__getitem__, reverse=True):
+            least = 0 if sizes[path] < MIN_PARALLEL_BYTES else loads.index(min(loads))
+            groups[least].append(path)
+            loads[least] += sizes[path]
+        busy = [group for group in groups if group]
+        for group, counts in zip(busy, run_parallel([partial(_count_each, group) for group in busy]), strict=True):
+            self._counts.update(zip(group, counts, strict=True))
 
     def total(self, name: str, measure: Callable[[Document], int]) -> int:
         path = self.path_of(name)
         if not path.exists():
             return 0
         return sum(over_parts(path, self.workers, lambda part: sum(map(measure, plain_documents(path, part)))))
+
+
+def _count_each(paths: list[Path]) -> list[int]:
+    return [count_records(path) for path in paths]
