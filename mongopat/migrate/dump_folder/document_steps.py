@@ -89,10 +89,7 @@ class DocumentFiles(FileRewrites):
             read, stats = results[0].read, results[0].stats
             for number, part in enumerate(results[1:], 1):
                 for name, written in part.counts.items():
-                    target = writer(name)
-                    with (spill / f"{number}.{name}{kind}").open("rb") as handle:
-                        shutil.copyfileobj(handle, target.handle, 1 << 20)
-                    target.count += written
+                    writer(name).append_file(spill / f"{number}.{name}{kind}", written)
                 read += part.read
                 add_up(stats, part.stats)
                 self.runner.hook(run.migration_id, run.index, read)

@@ -9,6 +9,7 @@ import contextlib
 import gzip
 import os
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -305,6 +306,22 @@ class DocumentWriter:
         if self.bson or (record[-1:] == b"\n" and record[-2:-1] != b"\r"):
             return record
         return record.rstrip(b"\r\n") + b"\n"
+
+    def append_file(self, path: Path, documents: int) -> None:
+        """The file at ``path``, holding ``documents`` documents in this file's format, after what is
+        written: copied by the kernel where it can (``copy_file_range``, Linux), else read and written."""
+        with path.open("rb") as source:
+            size, copied = os.fstat(source.fileno()).st_size, 0
+            if self.handle is self.raw and hasattr(os, "copy_file_range"):
+                self.raw.flush()  # what is buffered goes first: the kernel appends at the file's offset
+                with contextlib.suppress(OSError):  # a file system that cannot: the rest by hand
+                    while copied < size and (
+                        step := os.copy_file_range(source.fileno(), self.raw.fileno(), size - copied)
+                    ):
+                        copied += step
+            source.seek(copied)
+            shutil.copyfileobj(source, self.handle, 1 << 20)
+        self.count += documents
 
     def write_encoded(self, data: bytes, documents: int) -> None:
         """``data``, holding ``documents`` documents in this file's format, in one write."""
