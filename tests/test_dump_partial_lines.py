@@ -159,3 +159,29 @@ def test_steps_that_change_only_what_they_write_leave_the_document_read_alone():
             result = transform(document, step)
             assert repr(document) == before, (spec, before)
             assert result.document is not document
+
+
+class _Opaque:
+    """An ``_id`` that may be copied, and nothing else: comparing, hashing or ordering it fails."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("an _id the step only copies was compared")
+
+    def __lt__(self, other: object) -> bool:
+        raise AssertionError("an _id the step only copies was ordered")
+
+
+def test_steps_that_only_copy_the_id_only_copy_it():
+    """A step declaring ``only_copies_the_id`` is given an ``_id`` as the line spells it on a dump folder:
+    its transform must do nothing with it but copy it into what it writes."""
+    flagged = [spec for _case, spec in CASES if OPERATIONS[spec["step"]].only_copies_the_id]
+    assert {spec["step"] for spec in flagged} == {"subset", "outlier", "document_versioning"}
+    for spec in flagged:
+        step = build_step({"collection": "orders", **spec})
+        for document in DOCUMENTS:
+            opaque = _Opaque()
+            result = transform({**document, "_id": opaque}, step)
+            copies = [side["parentId"] for sides in result.side.values() for side in sides if "parentId" in side]
+            assert all(copy is opaque for copy in copies), spec
