@@ -65,7 +65,8 @@ def test_another_exporters_spelling_gives_the_same_documents_in_the_same_order(t
 def test_a_read_field_the_step_leaves_alone_keeps_its_spelling(tmp_path, monkeypatch):
     """An ``_id`` the outlier step reads (to name the pages) but does not change is written back as the line
     spelled it, as a field it does not read is, and so are the copies of it in the pages (the step only
-    copies it: ``only_copies_the_id``). A read field that is not an ObjectId is decoded."""
+    copies it: ``only_copies_the_id``). The tree step reads the ``_id`` too, decoded (it compares ids), and
+    leaves it as the line spelled it as well."""
     spelled = (
         b'{"_id": {"$oid": "6553F1000000000000000ABC"}, "items": [1, 2, 3], "at": {"$date": "2024-01-01T00:00:00Z"}}\n'
     )
@@ -75,6 +76,15 @@ def test_a_read_field_the_step_leaves_alone_keeps_its_spelling(tmp_path, monkeyp
     kept = b'{"_id":{"$oid":"6553F1000000000000000ABC"},"items":[1],"at":{"$date":"2024-01-01T00:00:00Z"},'
     assert files["orders.json"] == kept + f'"{flag}":true}}\n'.encode()
     assert b'"parentId":{"$oid":"6553F1000000000000000ABC"}' in files[f"{spec['overflow_collection']}.json"]
+
+    tree = dict(CASES)["tree"]
+    root = b'{"_id": {"$oid": "6553F1000000000000000ABC"}, "parent": null}\n'
+    child = b'{"_id": 2, "parent": {"$oid": "6553f1000000000000000abc"}}\n'
+    root_line, child_line = _migrate(tmp_path / "tree", root + child, tree, False, monkeypatch)[
+        "orders.json"
+    ].splitlines()
+    assert root_line.startswith(b'{"_id":{"$oid":"6553F1000000000000000ABC"},"parent":null,')
+    assert b'{"$oid":"6553f1000000000000000abc"}' in child_line  # what the step wrote, as mongopat spells it
 
 
 @pytest.mark.parametrize("layout", ["array", "pretty"])
