@@ -94,3 +94,30 @@ def test_a_line_decodes_as_the_whole_walk_decodes_it(line):
     assert found == expected and list(found) == list(expected)
     assert {k: type(v) for k, v in found.items()} == {k: type(v) for k, v in expected.items()}
     assert decode_document(line.decode()) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"$oid": "5f0c6b7e2f8fb814b56fa181"}, True),
+        ({"$oid": "5F0C6B7E2F8FB814B56FA181"}, True),
+        ({"$oid": "5f0c6b7e2f8fb814b56fa18"}, False),  # 23 digits
+        ({"$oid": "5f0c6b7e2f8fb814b56fa18g"}, False),  # not hex
+        ({"$oid": "5f0c6b7e2f8fb814b56fa1 8"}, False),  # whitespace, which fromhex would skip
+        ({"$oid": "5f0c6b7e2f8fb814b56fa181", "x": 1}, False),
+        ({"$oid": 5}, False),
+        ("5f0c6b7e2f8fb814b56fa181", False),
+    ],
+)
+def test_an_object_id_wrapper_is_recognised_as_the_decoder_takes_it(value, expected):
+    """is_object_id (an ``_id`` a step only copies passes through as spelled) says yes exactly where
+    decode_wrapper makes an ObjectId of the wrapper."""
+    from mongopat.sources.extjson import ExtendedJSONError, decode_wrapper, is_object_id
+
+    assert is_object_id(value) is expected
+    if isinstance(value, dict):
+        try:
+            decoded = decode_wrapper(dict(value))
+        except ExtendedJSONError:
+            decoded = None
+        assert isinstance(decoded, ObjectId) is expected

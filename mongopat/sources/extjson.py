@@ -88,6 +88,20 @@ def decode_wrapper(value: dict[str, Any]) -> Any:
     return decoded
 
 
+def is_object_id(value: Any) -> bool:
+    """Whether a value as a JSON parser gave it is the wrapper of a valid ObjectId: ``{"$oid": ...}`` holding
+    24 hex digits (what :func:`decode_wrapper` decodes without an error)."""
+    if type(value) is not dict or len(value) != 1:
+        return False
+    inner = value.get("$oid")
+    if type(inner) is not str or len(inner) != 24:
+        return False
+    try:
+        return len(bytes.fromhex(inner)) == 12  # fromhex skips whitespace, which would leave fewer
+    except ValueError:
+        return False
+
+
 _SIMPLE = {"$oid": ObjectId, "$date": _date}
 _ZULU = repeat("Z")
 _WITHOUT_LAST = itemgetter(slice(None, -1))

@@ -131,11 +131,11 @@ class DocumentFiles(FileRewrites):
                     new = version.document if replaced is None else replaced
                     records.append(merged_line(parsed, version.document, new, main.canonical) + b"\n")
                 elif replaced is not None:
-                    records.append(main.encode([replaced]))
+                    records.append(main.record(replaced))
                 elif version.raw is not None:
                     records.append(main.as_written(version.raw))
                 else:
-                    records.append(main.encode([version.document]))
+                    records.append(main.record(version.document))
                 if figures:
                     for key, amount in operation.file_stats(version.document, run.step).items():
                         count(outcome.stats, key, amount)

@@ -287,15 +287,15 @@ class DocumentWriter:
         self.count = 0
 
     def write(self, document: Document) -> None:
-        if self.bson:
-            self.handle.write(bson.encode(document))
-        else:
-            self.handle.write(encode_document(document, self.canonical) + b"\n")
+        self.handle.write(self.record(document))
         self.count += 1
 
+    def record(self, document: Document) -> bytes:
+        """One document in this file's format (a JSON line ended by its newline), for :meth:`write_encoded`."""
+        return bson.encode(document) if self.bson else encode_document(document, self.canonical) + b"\n"
+
     def encode(self, documents: list[Document]) -> bytes:
-        """``documents`` in this file's format (each JSON line ended by its newline), for
-        :meth:`write_encoded`."""
+        """:meth:`record` of each of ``documents``, encoded together (a batch's side documents)."""
         if self.bson:
             return b"".join(map(bson.encode, documents))
         return encode_lines(documents, self.canonical)

@@ -19,7 +19,14 @@ from mongopat.errors import InputError
 from mongopat.migrate.document_batches import Version
 from mongopat.migrate.transform_api import Document
 from mongopat.sources.dump import FilePart, _json_records, decode_json_record, json_problem
-from mongopat.sources.extjson import ExtendedJSONError, JSONDecodeError, decode_parsed, encode_fields, loads
+from mongopat.sources.extjson import (
+    ExtendedJSONError,
+    JSONDecodeError,
+    decode_parsed,
+    encode_fields,
+    is_object_id,
+    loads,
+)
 
 _ID: frozenset[str] = frozenset(("_id",))
 _NOTHING: frozenset[str] = frozenset()
@@ -44,27 +51,13 @@ def partial_versions(
         try:
             # decode_parsed decodes in place: the parsed field now holds BSON types, which is why a written
             # line takes every read field from the document (merged_line), never from ``parsed``.
-            as_spelled = _ID if id_as_spelled and _object_id(parsed.get("_id")) else _NOTHING
+            as_spelled = _ID if id_as_spelled and is_object_id(parsed.get("_id")) else _NOTHING
             fields_read = {
                 key: parsed[key] if key in as_spelled else decode_parsed(parsed[key]) for key in fields if key in parsed
             }
         except (ExtendedJSONError, ValueError) as exc:
             raise InputError(f"{path}:{line_number}: not a valid Extended JSON document: {exc}") from None
         yield Version(line, fields_read), parsed
-
-
-def _object_id(spelled: Any) -> bool:
-    """Whether a value as parsed is an ObjectId's wrapper as Extended JSON spells one: ``{"$oid"}`` and 24
-    hex digits (anything else is decoded, and refused where it is not valid)."""
-    if type(spelled) is not dict or len(spelled) != 1:
-        return False
-    inner = spelled.get("$oid")
-    if type(inner) is not str or len(inner) != 24:
-        return False
-    try:
-        return len(bytes.fromhex(inner)) == 12  # fromhex skips whitespace, which would leave fewer
-    except ValueError:
-        return False
 
 
 def merged_line(parsed: dict[str, Any], read: Document, new: Document, canonical: bool) -> bytes:

@@ -62,7 +62,7 @@ class FileRewrites(DumpSteps):
         """What verify reads once: documents in the original (None when it is not kept), and what the kind
         measured of the rewritten file (None: nothing). Here the original and every file the step wrote are
         counted at the same time (``written`` keeps their counts)."""
-        written.count_at_once([kept, *map(written.path_of, [step.collection, *step.created_collections()])])
+        written.count_at_once([kept, current, *map(written.path_of, step.created_collections())])
         return (written.count_file(kept) if kept.exists() else None), None
 
     def documents_written(self, measured: Any) -> int | None:

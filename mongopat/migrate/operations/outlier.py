@@ -250,8 +250,9 @@ class Operation(DocumentOperation):
     def verify_files(self, step: Step, stats: dict[str, Any], written: WrittenFiles) -> list[str]:
         """Every element is still there: kept embedded or moved to an overflow page."""
         field = step.params["field"]
-        kept = written.total(step.collection, partial(_field_length, field))
-        moved = written.total(step.params["overflow_collection"], partial(_field_length, field))
+        elements = partial(_field_length, field)
+        kept = written.total(step.collection, elements)
+        moved = written.total(step.params["overflow_collection"], elements)
         expected = stats.get("elements", 0)
         if kept + moved != expected:
             return [f"{step.collection}.{field}: {kept} kept + {moved} moved, expected {expected}"]
