@@ -68,6 +68,8 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "rename nested": {"step": "rename_field", "from": "coupon.code", "to": "coupon.id"},
         "computed nested": {"step": "computed", "field": "totals.items", "expression": "sum(items.qty)"},
         "subset": {"field": "items", "keep": 3, "full_collection": "items_full"},
+        "subset sorted": {"step": "subset", "field": "items", "keep": 3, "sort": {"price": -1},
+                          "full_collection": "items_full"},
         "outlier": {"field": "items", "threshold": 3, "overflow_collection": "items_overflow"},
     },
     "weather": {

@@ -6,6 +6,7 @@ paths: on the server lane these steps run inside the server)."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import random
 from types import SimpleNamespace
 from typing import Any
@@ -56,6 +57,14 @@ STEPS: dict[str, dict[str, Any]] = {
     "polymorphic_nested": {"type_field": "kind", "rules": [{"when_has": "meta.b", "type": "b"}], "default": None},
     # lines is a list, a sub-document or missing; an element is a document or a number.
     "subset": {"field": "lines", "keep": 2, "full_collection": "items_full"},
+    # qty is a number, a non-document element none: in the server; price mixes kinds: mostly declined.
+    "subset_sorted": {"field": "lines", "keep": 2, "sort": {"qty": -1}, "full_collection": "items_full"},
+    "subset_sorted_mixed": {
+        "field": "lines",
+        "keep": 3,
+        "sort": {"price": 1, "qty": 1},
+        "full_collection": "items_full",
+    },
     "outlier": {"field": "lines", "threshold": 2, "overflow_collection": "items_overflow"},
 }
 STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_field",
@@ -63,7 +72,7 @@ STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_f
              "set_field_nested_missing": "set_field", "unset_field_nested": "unset_field",
              "rename_field_nested": "rename_field", "rename_field_out": "rename_field",
              "polymorphic_nested": "polymorphic", "attribute_into_existing": "attribute",
-             "map_to_array_nested": "map_to_array", **{f"computed_{c}": "computed" for c in
+             "map_to_array_nested": "map_to_array", "subset_sorted": "subset", "subset_sorted_mixed": "subset", **{f"computed_{c}": "computed" for c in
              ("arithmetic", "average", "maximum", "minimum", "count", "count_values", "nested")}}  # fmt: skip
 # Numbers of every BSON type and the values that are none: what computed's arithmetic meets in real data.
 NUMBERS = [3, 2.5, 0.1, 0.2, 0.3, -0.0, bson.Int64(7), bson.Int64(2**62), 2**31 - 1, 1e308,
@@ -169,7 +178,15 @@ def test_the_server_writes_the_bytes_the_client_side_transform_writes(mongo, tmp
 
 @pytest.mark.server_only("the server computes the transform")
 @pytest.mark.parametrize(
-    "case", [pytest.param(c, marks=SUBTRACT_28) if c == "computed_minimum" else c for c in sorted(STEPS)]
+    "case",
+    [
+        # subset_sorted_mixed: the lists holding NaN are declined, and the client side's compare-and-swap
+        # never matches a document holding NaN in an array on the test server.
+        pytest.param(c, marks={"computed_minimum": SUBTRACT_28, "subset_sorted_mixed": NAN_IN_DOCUMENTS}[c])
+        if c in ("computed_minimum", "subset_sorted_mixed")
+        else c
+        for c in sorted(STEPS)
+    ],
 )
 def test_documents_holding_nan_get_the_bytes_the_python_transform_gives(mongo, tmp_path, case):
     """NaN and infinities inside the line items, where computed's arithmetic meets them: compared with the
@@ -406,7 +423,7 @@ def test_a_document_deleted_after_its_rewrite_leaves_no_side_document(mongo, tmp
     [
         ({"step": "map_to_array", "field": "absent", "layout": "merge"}, "needs Python"),
         (
-            {"step": "subset", "field": "lines", "keep": 2, "sort": {"price": -1}, "full_collection": "items_full"},
+            {"step": "subset", "field": "lines", "keep": 2, "sort": {"meta.b": -1}, "full_collection": "items_full"},
             "needs Python",
         ),
         ({"step": "set_field", "field": "flag", "value": 1, "mixed_ids": True}, "several BSON types"),
@@ -514,3 +531,96 @@ def test_documents_the_server_cannot_hold_twice_are_the_client_sides(mongo, tmp_
     assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
     Runner(db, load_folder(folder), RunOptions(batch_size=8)).down("base")
     assert raw_documents(db, "items") == before
+
+
+MISSING = object()  # an element without the sort field
+# A kind of list: the values of its sort field, and whether the server leaves such a list to the client
+# side (server_order.ordered_differently). Each list holds every value, shuffled, with ties.
+SORT_VALUES: dict[str, tuple[list[Any], bool]] = {
+    "numbers of every type": ([3, 2.5, bson.Int64(7), 3.0, -1, 0.1, 2**40, -0.0, 0], False),
+    "strings": (["b", "a", "é", "B", "", "a", "ab", "\U0001f600"], False),
+    "dates": ([datetime.datetime(2020, 1, d) for d in (3, 1, 2, 1)], False),
+    "object ids": ([bson.ObjectId(f"{n:024x}") for n in (5, 1, 9, 1)], False),
+    "booleans": ([True, False, True], False),
+    "numbers with none": ([1, None, 2, MISSING, 1, None], False),
+    "only ties": ([4, 4, 4, 4], False),
+    "numbers and strings": ([1, "a", 2], True),
+    "booleans and numbers": ([True, 1, 0], True),
+    "NaN": ([1.0, float("nan"), 2.0], True),
+    "Decimal128": ([bson.Decimal128("1.5"), bson.Decimal128("1")], True),
+    "documents": ([{"x": 1}, {"x": 0}], True),
+    "arrays": ([[1], [0, 2]], True),
+    "dates and strings": ([datetime.datetime(2020, 1, 1), "2020"], True),
+}
+
+
+def sort_lists(values: list[Any], seed: int) -> list[list[Any]]:
+    """Lists holding every value (each element remembers its place, ``i``), shuffled, some with elements
+    that are no document."""
+    rng = random.Random(seed)
+    lists = []
+    for n in range(8):
+        elements: list[Any] = [{"i": i, **({} if v is MISSING else {"t": v})} for i, v in enumerate(values * 2)]
+        rng.shuffle(elements)
+        if n % 3 == 0:
+            elements.insert(rng.randrange(len(elements) + 1), rng.choice([5, "x", None, [1]]))
+        lists.append(elements)
+    return lists
+
+
+@pytest.mark.server_only("the server evaluates the expression")
+@pytest.mark.parametrize("kind", sorted(SORT_VALUES))
+def test_subset_sorted_in_the_server_takes_the_lists_both_order_alike(mongo, kind):
+    """The server's first elements in a sort's order are Python's (stable: ties in stored order, missing
+    values last ascending and first descending), for every list it does not leave to the client side."""
+    from mongopat.migrate.operations.server_order import first_in_order, ordered_differently
+    from mongopat.migrate.operations.subset import _sorted
+
+    values, declined = SORT_VALUES[kind]
+    lists = sort_lists(values, len(kind))
+    mongo.db.lists.insert_many([{"_id": n, "l": elements} for n, elements in enumerate(lists)])
+    for sort in ({"t": 1}, {"t": -1}, {"t": 1, "i": 1}, {"t": -1, "i": -1}):
+        for keep in (1, 3, 40):
+            project = {"first": first_in_order("$l", sort, keep), "declined": ordered_differently("$l", sort)}
+            for doc in mongo.db.lists.aggregate([{"$project": project}, {"$sort": {"_id": 1}}]):
+                assert doc["declined"] is declined, (sort, lists[doc["_id"]])
+                if not declined:
+                    expected = _sorted(lists[doc["_id"]], sort)[:keep]
+                    assert bson.encode({"l": doc["first"]}) == bson.encode({"l": expected}), (sort, keep)
+
+
+@pytest.mark.server_only("a decision about a server")
+def test_a_sorted_subset_of_a_collection_with_a_default_collation_stays_on_the_client_side(mongo, tmp_path):
+    """Its update pipelines would compare strings in the collation's order, not Python's."""
+    db = mongo.db
+    db.create_collection("items", collation={"locale": "en", "strength": 2})
+    db.items.insert_many(documents(10, nan=False))
+    folder = migration(tmp_path, "subset_sorted")
+    Runner(db, load_folder(folder), RunOptions(batch_size=4)).up()
+    state = step_state(db)
+    assert state["in_server"] is False and "collation" in state["client_side"]
+
+
+@pytest.mark.server_only("the server computes the transform")
+def test_lists_the_server_declines_are_migrated_on_the_client_side_and_caught_up(mongo, tmp_path):
+    """A sorted subset: the lists whose values mix kinds are left pending by the server's pass and taken by
+    the client side's, in up and in a later catch-up alike."""
+    db = mongo.db
+    mixed = [{"price": 2}, {"price": "b"}, {"price": 1}]
+    db.items.insert_many([{"_id": i, "lines": [{"price": i}, {"price": i + 1}]} for i in range(10)])
+    db.items.insert_one({"_id": 50, "lines": mixed})
+    folder = tmp_path / "m"
+    folder.mkdir()
+    spec = {"step": "subset", "collection": "items", "field": "lines", "keep": 1, "sort": {"price": -1},
+            "full_collection": "items_full"}  # fmt: skip
+    (folder / "0001_step.yaml").write_text(render("0001_step", "subset", [spec], "t"))
+    Runner(db, load_folder(folder), RunOptions(batch_size=4)).up()
+    state = step_state(db)
+    assert state["in_server"] is True and state["stats"]["pending_left"] == 0
+    assert db.items.find_one({"_id": 50})["lines"] == mixed[:1]  # Python keeps the stored order
+    assert db.items.find_one({"_id": 3})["lines"] == [{"price": 4}]
+    db.items.insert_one({"_id": 60, "lines": mixed})  # written in the old shape since
+    Runner(db, load_folder(folder)).up()  # the catch-up of an applied migration
+    assert db.items.find_one({"_id": 60}) == {"_id": 60, "lines": mixed[:1], "linesCount": 3}
+    assert db.items_full.count_documents({"parentId": {"$in": [50, 60]}}) == 6
+    assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}

@@ -46,7 +46,7 @@ def run_online(db: Any, tmp_path: Any, name: str, seed: int) -> None:
     Runner(InterleavingDatabase(db, app), load_folder(folder), options).up()
     app.enabled = False
     Runner(db, load_folder(folder), options).up()  # the application stopped: the last old-shape writes
-    operation = OPERATIONS[name]
+    operation = OPERATIONS[step.name]
     state = db.mongopat_changelog.find_one({"_id": "0001_online"})["steps"][0]
     on_a_server = type(db.client).__module__.startswith("pymongo")
     assert state["in_server"] is (on_a_server and operation.server_stages(step) is not None), state["client_side"]
@@ -87,9 +87,9 @@ def test_a_writer_thread_during_up_and_down(mongo, tmp_path, name, client_side):
         app.enabled = False
         Runner(db, load_folder(folder), options).up()
         state = db.mongopat_changelog.find_one({"_id": "0001_online"})["steps"][0]
-        computed_inside = OPERATIONS[name].server_stages(step) is not None
+        computed_inside = OPERATIONS[step.name].server_stages(step) is not None
         assert bool(state["in_server"]) is (mongo.real and not client_side and computed_inside), state["client_side"]
-        assert db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
+        assert db.orders.count_documents(OPERATIONS[step.name].pending(step)) == 0
         check_writes_kept(db, app, step)
         app.enabled = True
         with_writer_thread(app, lambda: Runner(target, load_folder(folder), options).down("base"))
@@ -143,7 +143,7 @@ def test_status_and_up_report_documents_written_in_the_old_shape(mongo, tmp_path
     assert Runner(db, load_folder(folder)).status()[0]["pending_documents"] == 0
 
 
-@pytest.mark.parametrize("name", ["computed", "subset", "outlier", "attribute", "document_versioning"])
+@pytest.mark.parametrize("name", ["computed", "subset", "subset_sorted", "outlier", "attribute", "document_versioning"])
 def test_crashes_while_the_application_writes_then_resume(mongo, tmp_path, name):
     """A run killed after random batches, resumed while the application keeps writing: the same guarantees."""
     db = mongo.db
@@ -152,7 +152,7 @@ def test_crashes_while_the_application_writes_then_resume(mongo, tmp_path, name)
     up_with_crashes(db, app, folder)
     app.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
-    assert db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
+    assert db.orders.count_documents(OPERATIONS[step.name].pending(step)) == 0
     assert Runner(db, load_folder(folder)).verify() == {"0001_online": []}
     check_writes_kept(db, app, step)
 
@@ -165,7 +165,7 @@ def test_parallel_workers_write_conditionally_too(mongo, tmp_path, name):
     Runner(InterleavingDatabase(db, app), load_folder(folder), RunOptions(batch_size=5, workers=2)).up()
     app.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
-    assert db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
+    assert db.orders.count_documents(OPERATIONS[step.name].pending(step)) == 0
     check_writes_kept(db, app, step)
 
 

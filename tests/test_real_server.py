@@ -56,7 +56,7 @@ def test_a_writer_on_its_own_connection_during_up_and_down(mongo, tmp_path, name
         with_writer_thread(app_, lambda: Runner(db, load_folder(folder), options).up())
         app_.enabled = False
         Runner(db, load_folder(folder), options).up()  # the last old-shape writes, once the application stopped
-        assert db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
+        assert db.orders.count_documents(OPERATIONS[step.name].pending(step)) == 0
         assert Runner(db, load_folder(folder), options).verify() == {"0001_online": []}
         check_writes_kept(db, app_, step)
         app_.enabled = True
@@ -78,7 +78,7 @@ def test_worker_threads_over_id_ranges_while_the_application_writes(mongo, tmp_p
         with_writer_thread(app_, lambda: Runner(db, load_folder(folder), options).up())
         app_.enabled = False
     Runner(db, load_folder(folder), RunOptions(batch_size=4)).up()
-    assert db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
+    assert db.orders.count_documents(OPERATIONS[step.name].pending(step)) == 0
     assert Runner(db, load_folder(folder)).verify() == {"0001_online": []}
     check_writes_kept(db, app_, step)
 

@@ -242,7 +242,7 @@ def test_connections_cut_while_the_application_writes_keep_every_acknowledged_wr
         client.close()
         proxy.close()
     Runner(mongo.db, load_folder(folder)).up()  # the application stopped: its last old-shape writes
-    assert mongo.db.orders.count_documents(OPERATIONS[name].pending(step)) == 0
+    assert mongo.db.orders.count_documents(OPERATIONS[step.name].pending(step)) == 0
     assert Runner(mongo.db, load_folder(folder)).verify() == {"0001_online": []}
     check_writes_kept(mongo.db, app, step)
 

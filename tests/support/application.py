@@ -65,6 +65,7 @@ STEPS: dict[str, dict[str, Any]] = {
     "pre_aggregation": {"from": "customers", "local": "customerId", "foreign": "_id", "compute": {"n": {"count": True}}, "into": "agg"},
     "document_versioning": {"history_collection": "orders_history"},
     "subset": {"field": "items", "keep": 3, "full_collection": "orders_items_full"},
+    "subset_sorted": {"step": "subset", "field": "items", "keep": 3, "sort": {"price": -1}, "full_collection": "orders_items_full"},
     "outlier": {"field": "items", "threshold": 3, "overflow_collection": "orders_items_overflow"},
 }  # fmt: skip
 
@@ -211,11 +212,16 @@ class InterleavingDatabase:
         return getattr(self._db, name)
 
 
+def spec_of(name: str) -> dict[str, Any]:
+    """The step of a case of :data:`STEPS` on ``orders`` (a case names its step type, or is named after it)."""
+    return {"step": name, "collection": "orders", **STEPS[name]}
+
+
 def setup(db: Any, tmp_path: Any, name: str, seed: int) -> tuple[Any, Any]:
     rng = random.Random(seed)
     db.orders.insert_many([order(i, rng) for i in range(40)])
     db.customers.insert_many([{"_id": i, "name": f"c{i}"} for i in range(7)])
-    spec = {"step": name, "collection": "orders", **STEPS[name]}
+    spec = spec_of(name)
     folder = tmp_path / f"m{seed}"
     folder.mkdir()
     (folder / "0001_online.yaml").write_text(render("0001_online", name, [spec], "test"))
@@ -299,8 +305,8 @@ def writer_cases(names: list[str]) -> list[Any]:
     itself also forced to the client side, so that both paths are held to the same guarantees."""
     cases = []
     for name in names:
-        spec = {"step": name, "collection": "orders", **STEPS[name]}
-        if OPERATIONS[name].server_stages(build_step(spec)) is None:
+        spec = spec_of(name)
+        if OPERATIONS[spec["step"]].server_stages(build_step(spec)) is None:
             cases.append(pytest.param(name, False, id=name))
             continue
         cases.append(pytest.param(name, False, id=f"{name}-in-server"))

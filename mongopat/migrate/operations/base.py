@@ -319,6 +319,13 @@ class DocumentOperation(StepOperation):
         already exact. The in-server path filters with it (``server_paths.py``)."""
         return None
 
+    def server_declines(self, step: Step) -> Any:
+        """An aggregation expression true for the pending documents whose transform the server would
+        compute otherwise than :meth:`transform` (a list whose sort values the two order differently), or
+        None: the server takes every pending document. The in-server path leaves those it declines to a
+        client-side pass after its own."""
+        return None
+
     def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
         """Per collection the step creates, the stages a server runs on each transformed document (as
         :meth:`server_stages` leave it, with its original under :data:`ORIGINAL`) to make the side

@@ -22,6 +22,7 @@ from mongopat.migrate.operations.base import (
     restore_field,
     top_level,
 )
+from mongopat.migrate.operations.server_order import first_in_order, ordered_differently
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads
 
 if TYPE_CHECKING:
@@ -201,13 +202,16 @@ class Operation(DocumentOperation):
         return Result(doc, {step.params["full_collection"]: full})
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
-        # In the stored order only: the order of a sort (MongoDB 5.2's $sortArray) is not Python's for
-        # missing values and mixed types.
-        name = step.params["field"]
-        if step.params["sort"] or not top_level(name):
+        name, sort, keep = step.params["field"], step.params["sort"], step.params["keep"]
+        if not top_level(name) or (sort and (keep < 1 or not top_level(*sort))):
             return None
+        first = first_in_order(f"${name}", sort, keep) if sort else {"$slice": [f"${name}", keep]}
         # One $set: both read the list as it was.
-        return [{"$set": {name: {"$slice": [f"${name}", step.params["keep"]]}, f"{name}Count": {"$size": f"${name}"}}}]
+        return [{"$set": {name: first, f"{name}Count": {"$size": f"${name}"}}}]
+
+    def server_declines(self, step: Step) -> Any:
+        sort = step.params["sort"]
+        return ordered_differently(f"${step.params['field']}", sort) if sort else None
 
     def server_pending(self, step: Step) -> Any:
         name = step.params["field"]

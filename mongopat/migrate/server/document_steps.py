@@ -53,9 +53,9 @@ from mongopat.migrate.server.document_versions import (
     versions_of,
 )
 from mongopat.migrate.server.in_server_steps import (
-    LEFT_TO_THE_CLIENT_SIDE,
     ORIGINAL,
     InServerSteps,
+    left_to_the_client_side,
     server_pending,
     stash_key,
 )
@@ -83,12 +83,7 @@ class DocumentSteps(InServerSteps):
                 self.db[collection].create_index(list(keys.items()))
         if self.in_server(run):
             outcome = self.in_server_step(run)
-            if outcome.stats.get("pending_left"):
-                # Documents the server cannot rewrite with their original beside them (too large for both,
-                # or holding mongopat's field) are the client side's.
-                self._catch_up_client_side(run, {}, outcome, only=LEFT_TO_THE_CLIENT_SIDE)
-                outcome.stats["pending_left"] = self.db[name].count_documents(server_pending(run.step))
-                outcome.stats["backups"] = self.backups_kept(run)
+            self._left_by_the_server(run, outcome)
             self._finish_document_step(run, outcome.stats)
             return outcome
         kept: dict[Any, Any] = {}  # the context's whole-collection reads, for the step's pass (DatabaseDocuments)
@@ -122,8 +117,19 @@ class DocumentSteps(InServerSteps):
 
     def catch_up(self, run: StepRun, outcome: StepOutcome) -> int:
         if run.state.get("in_server"):
-            return self.in_server_catch_up(run, outcome)
+            migrated = self.in_server_catch_up(run, outcome)
+            return migrated + self._left_by_the_server(run, outcome)
         return self._catch_up_client_side(run, {}, outcome)
+
+    def _left_by_the_server(self, run: StepRun, outcome: StepOutcome) -> int:
+        """The client side's pass over the documents the server left pending: too large to hold their
+        original beside them, holding mongopat's field, or declined by the step. Returns how many."""
+        if not outcome.stats.get("pending_left"):
+            return 0
+        migrated = self._catch_up_client_side(run, {}, outcome, only=left_to_the_client_side(run.step))
+        outcome.stats["pending_left"] = self.db[run.step.collection].count_documents(server_pending(run.step))
+        outcome.stats["backups"] = self.backups_kept(run)
+        return migrated
 
     def _catch_up_client_side(
         self, run: StepRun, kept: dict[Any, Any], outcome: StepOutcome, only: dict[str, Any] | None = None

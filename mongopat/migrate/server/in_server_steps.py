@@ -33,7 +33,9 @@ mongopat's own collections (4.2), ``$bsonSize`` (4.4), ``$setField`` for nested 
 collection is taken on the client side instead when it holds ``_id``s of several BSON types (a range stays
 within one), is sharded and the step writes its shard key, or has a ``$jsonSchema`` validator refusing
 fields it does not name; a document over 7 MiB (its original would not fit beside it) is left to a
-client-side pass after the server's.
+client-side pass after the server's, as is a document whose transform the server would compute otherwise
+than Python (``server_declines``: a sorted ``subset``'s list whose sort values the two order differently,
+``operations/server_order.py``).
 """
 
 from __future__ import annotations
@@ -58,10 +60,9 @@ from mongopat.migrate.steps import Step
 # with its copy (``$bsonSize``, MongoDB 4.4); the client side takes it.
 STASH_LIMIT = 7 * 1024 * 1024
 FITS_TWICE = {"$expr": {"$lte": [{"$bsonSize": "$$ROOT"}, STASH_LIMIT]}}
-# The pending documents the server leaves to the client side's pass after its own.
-LEFT_TO_THE_CLIENT_SIDE = {
-    "$or": [{"$expr": {"$gt": [{"$bsonSize": "$$ROOT"}, STASH_LIMIT]}}, {ORIGINAL: {"$exists": True}}]
-}
+# The pending documents the server leaves to the client side's pass after its own (with those the step's
+# server_declines names: left_to_the_client_side).
+LEFT_TO_THE_CLIENT_SIDE = [{"$expr": {"$gt": [{"$bsonSize": "$$ROOT"}, STASH_LIMIT]}}, {ORIGINAL: {"$exists": True}}]
 # What the stages of a step's side documents read: the document as the step left it, with its original
 # under ORIGINAL (subset and outlier move the original's elements; document_versioning copies the result).
 SIDE_INPUT = [{"$replaceWith": {"$mergeObjects": ["$after", {ORIGINAL: "$original"}]}}]
@@ -105,16 +106,22 @@ class InServerSteps(ServerSteps):
         return None
 
     def _validator_because(self, step: Step) -> str | None:
-        """Why a validated collection stays on the client side: its ``$jsonSchema`` refuses fields it does
-        not name, and the rewrite keeps each original in its document until it is backed up."""
+        """Why the collection's options keep it on the client side: its ``$jsonSchema`` refuses fields it
+        does not name, and the rewrite keeps each original in its document until it is backed up; or the
+        step orders values (``server_declines``) and the collection's default collation, which the update
+        pipelines compare strings with, is not the simple binary order Python's is."""
         try:
             found = list(self.db.list_collections(filter={"name": step.collection}))
         except OperationFailure:
             return None
-        validator = ((found[0].get("options") or {}).get("validator") or {}) if found else {}
+        options = (found[0].get("options") or {}) if found else {}
+        validator = options.get("validator") or {}
         schema = validator.get("$jsonSchema") if isinstance(validator, dict) else None
         if isinstance(schema, dict) and schema.get("additionalProperties") is False:
             return "its validator refuses fields it does not name"
+        locale = (options.get("collation") or {}).get("locale", "simple")
+        if locale != "simple" and OPERATIONS[step.name].server_declines(step) is not None:
+            return f"the step orders values and its default collation ({locale}) orders strings other than Python"
         return None
 
     def _shard_key_because(self, step: Step) -> str | None:
@@ -234,6 +241,9 @@ class InServerSteps(ServerSteps):
         # which the next run settles first.
         self.changelog.step(run.migration_id, run.index, stashed_to=high)
         takeable = [_span(last, has_last, high), where, {ORIGINAL: {"$exists": False}}, FITS_TWICE]
+        if (declines := OPERATIONS[run.step.name].server_declines(run.step)) is not None:
+            # Evaluated here only, on the range's documents: the range queries and counts stay cheap.
+            takeable.append({"$expr": {"$not": [declines]}})
         stash = {"$set": {ORIGINAL: {"k": stash_key(run), "d": "$$ROOT"}}}
         rewritten = collection.update_many({"$and": takeable}, [stash, *stages]).matched_count
         backed = self._settle(run, last, has_last, high, stats, replay)
@@ -353,6 +363,13 @@ def server_pending(step: Step) -> dict[str, Any]:
     operation = OPERATIONS[step.name]
     exact = operation.server_pending(step)
     return operation.pending(step) if exact is None else {"$expr": exact}
+
+
+def left_to_the_client_side(step: Step) -> dict[str, Any]:
+    """The filter of the pending documents the server leaves to a client-side pass after its own: too
+    large to hold their original beside them, holding mongopat's field, or declined by the step."""
+    declines = OPERATIONS[step.name].server_declines(step)
+    return {"$or": [*LEFT_TO_THE_CLIENT_SIDE, *([{"$expr": declines}] if declines is not None else [])]}
 
 
 def _bracket(value: Any) -> str:
