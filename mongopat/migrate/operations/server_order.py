@@ -14,8 +14,9 @@ is unordered in Python. :func:`ordered_differently` is true for a list whose val
 and None aside, are of more than one kind (number, string, date, ObjectId, boolean) or of another type
 (Decimal128, documents, arrays, NaN...): the in-server path leaves such lists to the client side.
 
-Operators: ``$reduce``, ``$filter``, ``$map``, ``$reverseArray``, ``$concatArrays``, ``$slice``, ``$setUnion``,
-``$toString`` and ``$type``, all in MongoDB 4.2.
+Operators: ``$reduce``, ``$filter``, ``$map``, ``$reverseArray``, ``$concatArrays``, ``$slice``,
+``$arrayElemAt``, ``$size``, ``$setDifference``, ``$in``, ``$isArray``, ``$switch``, ``$cond``, ``$let``,
+``$ifNull``, ``$toString`` and ``$type``, all in MongoDB 4.2.
 """
 
 from __future__ import annotations

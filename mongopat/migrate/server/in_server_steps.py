@@ -94,7 +94,7 @@ class InServerSteps(ServerSteps):
         name = step.collection
         if (why := self._shard_key_because(step)) is not None:
             return why
-        if (why := self._validator_because(step)) is not None:
+        if (why := self._options_because(step)) is not None:
             return why
         ends = [
             found[0]["_id"]
@@ -105,7 +105,7 @@ class InServerSteps(ServerSteps):
             return "its _ids are of several BSON types"
         return None
 
-    def _validator_because(self, step: Step) -> str | None:
+    def _options_because(self, step: Step) -> str | None:
         """Why the collection's options keep it on the client side: its ``$jsonSchema`` refuses fields it
         does not name, and the rewrite keeps each original in its document until it is backed up; or the
         step orders values (``server_declines``) and the collection's default collation, which the update
@@ -231,7 +231,8 @@ class InServerSteps(ServerSteps):
         (its last _id, documents backed up, documents rewritten), or None when none is left after
         ``last``."""
         collection = self.db[run.step.collection]
-        stages = OPERATIONS[run.step.name].server_stages(run.step) or []
+        operation = OPERATIONS[run.step.name]
+        stages = operation.server_stages(run.step) or []
         after = {"_id": {"$gt": last}} if has_last else {}
         where = server_pending(run.step)
         found, high = self._range_end(collection, {"$and": [after, where]} if after else where)
@@ -241,7 +242,7 @@ class InServerSteps(ServerSteps):
         # which the next run settles first.
         self.changelog.step(run.migration_id, run.index, stashed_to=high)
         takeable = [_span(last, has_last, high), where, {ORIGINAL: {"$exists": False}}, FITS_TWICE]
-        if (declines := OPERATIONS[run.step.name].server_declines(run.step)) is not None:
+        if (declines := operation.server_declines(run.step)) is not None:
             # Evaluated here only, on the range's documents: the range queries and counts stay cheap.
             takeable.append({"$expr": {"$not": [declines]}})
         stash = {"$set": {ORIGINAL: {"k": stash_key(run), "d": "$$ROOT"}}}
