@@ -6,7 +6,8 @@ is counted (the loading of the collection goes around it). Also prints the comma
 The server is MONGOPAT_BENCH_URI (a standalone, or any member with directConnection), else a SecantusDB
 daemon started for the run (``pip install -e '.[test]'``).
 
-- ``orders``: generated orders (line items, optional coupon and notes, a tags array);
+- ``orders``: generated orders (line items, optional coupon and notes, a tags array, a customer that about
+  four orders reference, in ``customers`` for ``extended_ref``);
 - ``weather``: MongoDB's weather sample (``../shared/real-data/sample_weatherdata.archive.gz``, 1.7 KiB
   documents, optional nested sections), repeated to size with new ``_id``s.
 
@@ -71,6 +72,8 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "subset sorted": {"step": "subset", "field": "items", "keep": 3, "sort": {"price": -1},
                           "full_collection": "items_full"},
         "outlier": {"field": "items", "threshold": 3, "overflow_collection": "items_overflow"},
+        "extended_ref": {"step": "extended_reference", "from": "customers", "local": "customerId",
+                         "fields": ["name", "tier"], "as": "customer"},
     },
     "weather": {
         "set_field": {"field": "reviewed", "value": True},
@@ -149,7 +152,8 @@ def orders(documents: int) -> list[dict[str, Any]]:
         ]
         order: dict[str, Any] = {
             "_id": ObjectId((1_700_000_000 + i).to_bytes(4, "big") + i.to_bytes(8, "big")),
-            "customerId": ObjectId(rng.getrandbits(96).to_bytes(12, "big")),
+            # Each 1,000 orders reference 250 customers of their own: about 4 orders a customer.
+            "customerId": customer_id(rng.getrandbits(96) % 250 + i // 1000 * 250),
             "status": rng.choice(["new", "paid", "shipped"]),
             "items": items,
             "tags": [rng.choice(["gift", "express", "b2b"]) for _ in range(rng.randint(0, 4))],
@@ -160,6 +164,18 @@ def orders(documents: int) -> list[dict[str, Any]]:
             order["notes"] = "leave at door"
         found.append(order)
     return found
+
+
+def customer_id(number: int) -> ObjectId:
+    return ObjectId(number.to_bytes(12, "big"))
+
+
+def customers(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The customers the orders reference (extended_reference copies two of their fields)."""
+    rng = random.Random(2)
+    ids = sorted({d["customerId"] for d in docs if "customerId" in d})
+    return [{"_id": i, "name": f"Customer {n}", "tier": rng.choice(["gold", "silver"]), "email": f"c{n}@example.com",
+             "since": 2015 + rng.randint(0, 9)} for n, i in enumerate(ids)]  # fmt: skip
 
 
 def weather(documents: int) -> list[dict[str, Any]]:
@@ -197,6 +213,8 @@ def run(uri: str, docs: list[dict[str, Any]], step: str, params: dict[str, Any],
     name = f"bench_bytes_{os.getpid()}"
     direct.drop_database(name)
     direct[name].items.insert_many(docs)
+    if params.get("step", step) == "extended_reference":
+        direct[name].customers.insert_many(customers(docs))
     data = sum(len(bson.encode(d)) for d in docs)
     proxy = CountingProxy(*address)
     commands = Commands()

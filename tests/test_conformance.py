@@ -537,3 +537,44 @@ def test_a_time_series_collection_keeps_its_buckets_in_system_buckets(mongo):
     ``migrate verify`` counts to compare with the buckets predicted."""
     _timeseries(mongo)
     assert "system.buckets.ts" in mongo.db.list_collection_names()
+
+
+@pytest.mark.diverges("mongomock", "update_many(..., let={...}): NotImplementedError")
+def test_let_variables_reach_an_update_pipeline_its_filter_and_an_aggregation(mongo):
+    """``let`` on ``update`` and ``aggregate`` (MongoDB 5.0): a constant read as ``$$name`` in the filter's
+    ``$expr`` and in the pipeline (extended_reference's table of referenced documents)."""
+    kept = mongo.db.kept
+    kept.insert_many([{"_id": 1, "r": "a"}, {"_id": 2, "r": "b"}])
+    table = {"keys": {"$literal": ["a"]}, "copies": {"$literal": [{"n": "$not-a-path"}]}}
+    pick = {"$arrayElemAt": ["$$copies", {"$indexOfArray": ["$$keys", "$r"]}]}
+    kept.update_many({"$expr": {"$in": ["$r", "$$keys"]}}, [{"$set": {"c": pick}}], let=table)
+    assert list(kept.find({}, {"_id": 0})) == [{"r": "a", "c": {"n": "$not-a-path"}}, {"r": "b"}]
+    found = list(kept.aggregate([{"$match": {"_id": 2}}, {"$project": {"_id": 0, "k": "$$keys"}}], let=table))
+    assert found == [{"k": ["a"]}]
+
+
+INDEX_OF_TRUE = "aggregate [$project {i: {$indexOfArray: [[1], true]}}]: 0, not -1"
+
+
+@pytest.mark.diverges("mongomock", "aggregate [$project {i: {$indexOfArray: [[1], 1]}}]: NotImplementedError")
+@pytest.mark.diverges("secantusdb", INDEX_OF_TRUE)
+def test_index_of_array_matches_numbers_across_types_and_never_a_boolean(mongo):
+    """``$indexOfArray`` compares as BSON does: 1, 1.0 and Int64(1) are one value, ``true`` is not a number."""
+    mongo.db.kept.insert_one({"_id": 1})
+    probes = {"int": 1, "double": 1.0, "long": bson.Int64(1), "true": True}
+    stage = {"$project": {name: {"$indexOfArray": [[1], {"$literal": value}]} for name, value in probes.items()}}
+    [found] = mongo.db.kept.aggregate([stage])
+    assert {name: found[name] for name in probes} == {"int": 0, "double": 0, "long": 0, "true": -1}
+
+
+@pytest.mark.diverges("mongomock", "aggregate [$project {t: {$type: '$x.b'}}]: Unrecognized expression '$type'")
+@pytest.mark.diverges(
+    "secantusdb", "aggregate [$project {t: {$let: {vars: {d: {a: 1}}, in: {$type: '$$d.b'}}}}]: 'null'"
+)
+def test_type_of_a_missing_field_is_missing_through_a_variable_too(mongo):
+    """``$type`` of a field a document lacks is ``"missing"``, read as a field path of the document or of a
+    variable holding a document."""
+    mongo.db.kept.insert_one({"_id": 1, "x": {"a": 1}})
+    through = {"$let": {"vars": {"d": "$x"}, "in": {"$type": "$$d.b"}}}
+    [found] = mongo.db.kept.aggregate([{"$project": {"_id": 0, "path": {"$type": "$x.b"}, "variable": through}}])
+    assert found == {"path": "missing", "variable": "missing"}

@@ -16,6 +16,7 @@ import pytest
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
+from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
@@ -66,18 +67,49 @@ STEPS: dict[str, dict[str, Any]] = {
         "full_collection": "items_full",
     },
     "outlier": {"field": "lines", "threshold": 2, "overflow_collection": "items_overflow"},
+    # owner is a number of each BSON type, a string, an ObjectId, a date, a boolean, NaN, Decimal128, a
+    # document, an array, null or missing; some reference no owner (OWNERS).
+    "extended_reference": {"from": "owners", "local": "owner", "fields": ["name", "tier"], "as": "ownedBy"},
+    # code is not unique among owners: 1 and 1.0 both, the later found wins (as in Python's dict).
+    "extended_reference_code": {
+        "from": "owners",
+        "local": "owner",
+        "foreign": "code",
+        "fields": ["name", "missing"],
+        "as": "ownedBy",
+    },
 }
 STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_field",
              "polymorphic_default": "polymorphic", "set_field_nested": "set_field",
              "set_field_nested_missing": "set_field", "unset_field_nested": "unset_field",
              "rename_field_nested": "rename_field", "rename_field_out": "rename_field",
              "polymorphic_nested": "polymorphic", "attribute_into_existing": "attribute",
-             "map_to_array_nested": "map_to_array", "subset_sorted": "subset", "subset_sorted_mixed": "subset", **{f"computed_{c}": "computed" for c in
+             "map_to_array_nested": "map_to_array", "subset_sorted": "subset", "subset_sorted_mixed": "subset",
+             "extended_reference_code": "extended_reference", **{f"computed_{c}": "computed" for c in
              ("arithmetic", "average", "maximum", "minimum", "count", "count_values", "nested")}}  # fmt: skip
 # Numbers of every BSON type and the values that are none: what computed's arithmetic meets in real data.
 NUMBERS = [3, 2.5, 0.1, 0.2, 0.3, -0.0, bson.Int64(7), bson.Int64(2**62), 2**31 - 1, 1e308,
            bson.Decimal128("1.10"), bson.Decimal128("-3E+2"), bson.Decimal128("NaN"), float("nan"),
            float("inf"), None, "x", True, [1, 2], {"n": 1}]  # fmt: skip
+
+
+OWNER_ID = bson.ObjectId("65a000000000000000000001")
+WHEN = datetime.datetime(2024, 5, 1, 12, 30)
+OWNER_VALUES = [0, 1, 2.0, bson.Int64(3), 4, 99, "o1", "O1", OWNER_ID, WHEN, True, float("nan"), bson.Decimal128("1"),
+                {"k": 1}, [1, 2], None]  # fmt: skip
+# Referenced documents: numbers, a string, an ObjectId, a date, a document and an array as _id; a name that
+# looks like a field path; one without a name; codes that repeat (1 and 1.0).
+OWNERS = [
+    {"_id": 0, "name": "zero", "tier": 1, "code": 1},
+    {"_id": 1, "name": "$one", "tier": {"a": [1, {"b": None}]}, "code": 1.0},
+    {"_id": 2, "tier": 2, "code": "o1"},
+    {"_id": 3, "name": "three", "code": 3},
+    {"_id": "o1", "name": "oh", "tier": 0.5, "code": OWNER_ID},
+    {"_id": OWNER_ID, "name": "oid", "code": True},
+    {"_id": WHEN, "name": "dated", "tier": None, "code": WHEN},
+    {"_id": {"k": 1}, "name": "doc", "code": {"k": 1}},
+    {"_id": bson.Decimal128("7"), "name": "decimal", "code": [1, 2]},
+]
 
 
 def is_nan(value: Any) -> bool:
@@ -119,6 +151,9 @@ def documents(count: int, seed: int = 1, nan: bool = True) -> list[dict[str, Any
         )
         if meta != "missing":
             doc["meta"] = meta
+        owner = random.Random(seed * 31_337 + i).choice([*OWNER_VALUES, "missing"])
+        if owner != "missing" and (nan or not is_nan(owner)):
+            doc["owner"] = owner
         found.append(doc)
     return found
 
@@ -156,6 +191,7 @@ def test_the_server_writes_the_bytes_the_client_side_transform_writes(mongo, tmp
     try:
         for db in (client_db, server_db):
             db.items.insert_many(documents(60, nan=False))
+            db.owners.insert_many(OWNERS)
         folder = migration(tmp_path, case)
         before = raw_documents(server_db, "items")
         Runner(client_db, load_folder(folder), RunOptions(batch_size=7, client_side=True)).up()
@@ -193,14 +229,15 @@ def test_documents_holding_nan_get_the_bytes_the_python_transform_gives(mongo, t
     Python transform itself (the client side's compare-and-swap is what the test server gets wrong)."""
     db = mongo.db
     db.items.insert_many(documents(60))
+    db.owners.insert_many(OWNERS)
     folder = migration(tmp_path, case)
     step = load_folder(folder)[0].steps[0]
+    operation = OPERATIONS[step.name]
     expected = {}
     for key, raw in raw_documents(db, "items").items():
         doc = bson.decode(raw)  # a document the step leaves alone keeps its bytes
-        expected[key] = (
-            bson.encode(transform(doc, step).document) if OPERATIONS[step.name].is_pending(doc, step) else raw
-        )
+        ctx = operation.context(step, [doc], DatabaseDocuments(db))
+        expected[key] = bson.encode(transform(doc, step, ctx).document) if operation.is_pending(doc, step) else raw
     Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
     assert step_state(db)["in_server"] is True
     assert raw_documents(db, "items") == expected
@@ -281,7 +318,7 @@ class Crashing:
 
 
 @pytest.mark.server_only("the server computes the transform")
-@pytest.mark.parametrize("case", ["document_versioning", "subset", "outlier"])
+@pytest.mark.parametrize("case", ["document_versioning", "subset", "outlier", "extended_reference"])
 @pytest.mark.parametrize(
     ("collection", "method", "crash_at"),
     [
@@ -301,6 +338,7 @@ def test_a_run_killed_inside_a_batch_resumes_to_the_same_bytes(mongo, tmp_path, 
     try:
         for target in (reference_db, db):
             target.items.insert_many(documents(60, seed=6, nan=False))
+            target.owners.insert_many(OWNERS)
         folder = migration(tmp_path, case)
         Runner(reference_db, load_folder(folder), RunOptions(batch_size=8)).up()
         with pytest.raises(RuntimeError, match="killed inside a batch"):
@@ -321,6 +359,31 @@ def test_a_run_killed_inside_a_batch_resumes_to_the_same_bytes(mongo, tmp_path, 
         assert raw_documents(db, "items") == raw_documents(reference_db, "items") != before
     finally:
         mongo.client.drop_database(mongo.db_name + "_r")
+
+
+@pytest.mark.server_only("the server computes the transform")
+def test_a_copy_changed_before_a_killed_range_settles_is_marked_raced(mongo, tmp_path):
+    """extended_reference reads its range's referenced documents again when it settles a range a killed run
+    rewrote: one changed meanwhile makes ``after`` differ from what the rewrite wrote, so that document's
+    backup is marked raced, and ``down`` takes the copy out (the step's inverse) rather than trusting it."""
+    db = mongo.db
+    db.items.insert_many(documents(40, seed=6, nan=False))
+    db.owners.insert_many(OWNERS)
+    before = raw_documents(db, "items")
+    folder = migration(tmp_path, "extended_reference")
+    # The items collection's 2nd aggregation is the first range's backup: the range is rewritten by then.
+    with pytest.raises(RuntimeError, match="killed inside a batch"):
+        Runner(WithCollection(db, "items", Crashing(db.items, "aggregate", 2)), load_folder(folder),
+               RunOptions(batch_size=40)).up()  # fmt: skip
+    written = db.items.count_documents({"ownedBy.name": "three"})
+    assert written and db.items.count_documents({"__mongopat_original": {"$exists": True}}) > 0
+    db.owners.update_one({"_id": 3}, {"$set": {"name": "renamed"}})
+    Runner(db, load_folder(folder), RunOptions(batch_size=40)).up()
+    assert step_state(db)["stats"]["conflicts"] == written  # what the rewrite wrote is kept, and marked
+    assert db.items.count_documents({"ownedBy.name": "three"}) == written
+    assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
+    Runner(db, load_folder(folder), RunOptions(batch_size=40)).down("base")
+    assert raw_documents(db, "items") == before
 
 
 class FirstRewriteRaced:

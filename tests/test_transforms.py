@@ -208,3 +208,36 @@ def test_bucket_ignores_replayed_readings():
 def test_invalid_steps(data, message):
     with pytest.raises(StepError, match=message):
         build_step(data)
+
+
+# Reference values and the referenced documents' keys: which match, as BSON equality decides.
+REFERENCES = [
+    (1, 1, True),
+    (1, 1.0, True),  # numbers of any type: equal values
+    (True, 1, False),  # Python's True == 1; BSON's boolean is no number
+    (False, 0, False),
+    (True, True, True),
+    ("[1, 2]", [1, 2], False),  # a string spelled like an array's repr
+    ("{'a': 1}", {"a": 1}, False),
+    ([1, 2], [1, 2], True),
+    ({"a": 1}, {"a": 1}, True),
+]
+
+
+@pytest.mark.parametrize(("reference", "key", "matches"), REFERENCES)
+def test_extended_reference_matches_a_referenced_document_as_bson_compares_them(reference, key, matches):
+    """The client side's context keys each referenced document by its foreign value: whichever others a
+    batch holds, a document gets the copy of the one its reference equals in BSON, or none."""
+    from mongopat.migrate.operations import OPERATIONS
+
+    params = {"from": "companies", "local": "companyId", "fields": ["name"], "as": "company"}
+    referenced = [{"_id": key, "name": "keyed"}, {"_id": "other", "name": "other"}]
+
+    class Found:
+        def documents(self, collection, field, values, fields):
+            return referenced
+
+    made = step("extended_reference", **params)
+    ctx = OPERATIONS["extended_reference"].context(made, [{"_id": 1, "companyId": reference}], Found())
+    doc = run({"_id": 1, "companyId": reference}, "extended_reference", ctx, **params).document
+    assert doc.get("company") == ({"name": "keyed"} if matches else None)

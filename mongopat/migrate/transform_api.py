@@ -122,10 +122,13 @@ def matches_rule(doc: Document, rule: dict[str, Any]) -> bool:
 
 
 def hashable_key(value: Any) -> Any:
-    """``value`` as a dict key: itself when hashable, its repr otherwise (documents, arrays). The runtime
-    keys the maps of a :class:`Context` with it and the transforms look them up with it."""
+    """``value`` as a dict key: itself when hashable, its repr otherwise (documents, arrays), tagged so
+    that no string equals it; a boolean tagged too, as BSON never takes ``true`` for ``1`` (Python does).
+    The runtime keys the maps of a :class:`Context` with it and the transforms look them up with it."""
+    if isinstance(value, bool):
+        return (bool, value)
     try:
         hash(value)
     except TypeError:
-        return repr(value)
+        return (type(value), repr(value))
     return value

@@ -41,6 +41,17 @@ if TYPE_CHECKING:
 _MISSING = object()
 
 
+@dataclass(frozen=True)
+class RangeValues:
+    """What a range's server stages read besides the document (another collection's documents), sent with
+    the range's commands as ``let`` variables (MongoDB 5.0): ``variables`` by name, each a literal, and
+    ``takes``, an expression over them true for the range's documents they can transform (the others stay
+    pending, as :meth:`DocumentOperation.transform` leaves them)."""
+
+    variables: dict[str, Any]
+    takes: Any
+
+
 class WrittenFiles(Protocol):
     """A dump folder's collections as a step left them, for :meth:`DocumentOperation.verify_files`. A
     collection without a file has no documents."""
@@ -308,9 +319,10 @@ class DocumentOperation(StepOperation):
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         """The transform as aggregation stages a server runs on each pending document, giving exactly what
-        :meth:`transform` gives, or None when it needs Python (side documents, context, paths the two would
-        read differently). Only ``$set`` and ``$unset``: they keep every other field where it is, as the
-        Python transform does, so a document's bytes are the same whichever computed it."""
+        :meth:`transform` gives, or None when it needs Python (side documents, context other than
+        :meth:`server_range_values` sends, paths the two would read differently). Only ``$set`` and
+        ``$unset``: they keep every other field where it is, as the Python transform does, so a document's
+        bytes are the same whichever computed it."""
         return None
 
     def server_pending(self, step: Step) -> Any:
@@ -325,6 +337,26 @@ class DocumentOperation(StepOperation):
         None: the server takes every pending document. The in-server path leaves those it declines to a
         client-side pass after its own."""
         return None
+
+    def server_settle_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        """The stages the backup's aggregation applies to each original to get what the rewrite wrote
+        (``after``, which tells a document the application changed since). :meth:`server_stages` unless
+        those read ``let`` variables (:meth:`server_range_values`), which are sent once, with the rewrite:
+        then stages reading the same documents inside the server, as they are by then. Where one changed in
+        between, ``after`` differs from the document, which is marked raced: ``down`` gives it the step's
+        inverse rather than its original."""
+        return self.server_stages(step)
+
+    def server_range_key(self, step: Step) -> str | None:
+        """The field path (``$field``) whose distinct values among a range's documents decide what
+        :meth:`server_range_values` reads for that range, or None when the stages read the document
+        alone."""
+        return None
+
+    def server_range_values(self, step: Step, keys: list[Any], source: ContextSource) -> RangeValues:
+        """The ``let`` variables of a range whose documents hold ``keys`` (see :meth:`server_range_key`),
+        read from ``source`` as :meth:`context` reads them, so the server transforms as Python does."""
+        raise NotImplementedError
 
     def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
         """Per collection the step creates, the stages a server runs on each transformed document (as

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import math
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from bson import ObjectId
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command
-from mongopat.migrate.operations.base import LIST, STR, AddsFields, Param, Step, StepType, local_values
+from mongopat.migrate.operations.base import (
+    LIST,
+    STR,
+    AddsFields,
+    Param,
+    RangeValues,
+    Step,
+    StepType,
+    local_values,
+)
 from mongopat.migrate.transform_api import (
     Context,
     ContextSource,
@@ -21,6 +34,13 @@ from mongopat.migrate.transform_api import (
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
+
+# Inside the server a document's reference is looked up in a table of the range's referenced documents
+# (``let`` variables, MongoDB 5.0) by ``$indexOfArray``, whose equality is Python's dict lookup for these
+# BSON types only (numbers equal across int, long and double on both). A boolean (True == 1 in Python), NaN,
+# Decimal128, a document or an array as the reference is declined: the client side looks it up.
+TAKEN_TYPES = ["string", "objectId", "int", "long", "date", "null", "missing"]
+KEYS, COPIES = "mongopat_keys", "mongopat_copies"
 
 
 class Operation(AddsFields):
@@ -145,3 +165,72 @@ class Operation(AddsFields):
 
     def is_pending(self, doc: Document, step: Step) -> bool:
         return not has_path(doc, step.params["as"]) and has_path(doc, step.params["local"])
+
+    # -- inside the server: the referenced documents of a range, sent as a table ----------------------
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        p = step.params
+        if "." in p["local"] or "." in p["as"] or any(name.startswith("$") for name in p["fields"]):
+            return None  # a path through arrays reads otherwise in an expression: Python's
+        found = {"$indexOfArray": [f"$${KEYS}", f"${p['local']}"]}
+        copy = {"$cond": [{"$gte": ["$$at", 0]}, {"$arrayElemAt": [f"$${COPIES}", "$$at"]}, "$$REMOVE"]}
+        return [{"$set": {p["as"]: {"$let": {"vars": {"at": found}, "in": copy}}}}]
+
+    def server_settle_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        """The copy read inside the server: ``$lookup`` of the referenced collection, kept where the
+        foreign value equals the reference (``$eq``: no array holding it, as Python's dict), the last found
+        (a later document wins, as in :meth:`context`), the step's fields in the step's order."""
+        p = step.params
+        if self.server_stages(step) is None:
+            return None
+        found, local = "__mongopat_referenced", f"${p['local']}"
+        matching = {"$filter": {"input": f"${found}", "cond": {"$eq": [f"$$this.{p['foreign']}", local]}}}
+        # The fields read as field paths of the document (where a missing one is "missing" to $type on
+        # every server), not of a $let variable (test_conformance.py: SecantusDB says "null" there).
+        pairs = [
+            {"$cond": [{"$eq": [{"$type": f"${found}.{name}"}, "missing"]}, [], [[name, f"${found}.{name}"]]]}
+            for name in p["fields"]
+            if "." not in name  # Python never copies a dotted name: the projection nests it
+        ]
+        copy = {"$cond": [{"$eq": [f"${found}", None]}, "$$REMOVE", {"$arrayToObject": {"$concatArrays": pairs}}]}
+        return [
+            {"$lookup": {"from": p["from"], "localField": p["local"], "foreignField": p["foreign"], "as": found}},
+            {"$set": {found: {"$ifNull": [{"$arrayElemAt": [matching, -1]}, None]}}},
+            {"$set": {p["as"]: copy}},
+            {"$unset": found},
+        ]
+
+    def server_declines(self, step: Step) -> Any:
+        local = f"${step.params['local']}"
+        kind = {"$type": local}
+        nan = {"$and": [{"$eq": [kind, "double"]}, {"$eq": [{"$toString": local}, "NaN"]}]}
+        return {"$or": [{"$not": [{"$in": [kind, [*TAKEN_TYPES, "double"]]}]}, nan]}
+
+    def server_range_key(self, step: Step) -> str | None:
+        return f"${step.params['local']}"
+
+    def server_range_values(self, step: Step, keys: list[Any], source: ContextSource) -> RangeValues:
+        """The referenced documents of ``keys``, read and keyed as :meth:`context` does (a later document
+        with an equal key wins), each as the copy :meth:`transform` writes."""
+        p = step.params
+        wanted = [key for key in keys if _compared_alike(key)]
+        table: dict[Any, tuple[Any, Document]] = {}
+        for found in source.documents(p["from"], p["foreign"], wanted, p["fields"]) if wanted else []:
+            key = get_path(found, p["foreign"])
+            if _compared_alike(key):
+                table[hashable_key(key)] = (key, {name: found[name] for name in p["fields"] if name in found})
+        variables = {
+            KEYS: {"$literal": [key for key, _copy in table.values()]},
+            COPIES: {"$literal": [copy for _key, copy in table.values()]},
+        }
+        return RangeValues(variables, {"$in": [f"${p['local']}", f"$${KEYS}"]})
+
+
+def _compared_alike(value: Any) -> bool:
+    """Whether Python's dict lookup and the server's ``$indexOfArray`` take ``value`` as equal to the same
+    references (see TAKEN_TYPES)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return not math.isnan(value)
+    return isinstance(value, (str, ObjectId, int, datetime))

@@ -18,6 +18,15 @@ Each batch is an ``_id`` range holding ``batch_size`` pending documents:
    the very field ``unset_field`` removes) cannot be told from none, so ``down`` gives that document the
    original kept.
 
+A step whose stages read other documents (``extended_reference``: ``server_range_key`` and
+``server_range_values``) gets them as the range's ``let`` variables: the distinct keys of the range's
+pending documents are read (one ``$group``), the documents they reference found as the client side finds
+them, and the table sent with the rewrite and the backup's aggregation; only documents the table can
+transform are rewritten (``RangeValues.takes``). The backup's aggregation reads the same documents
+inside the server instead (``server_settle_stages``: ``$lookup``), so the table travels once; a referenced
+document changed in between (or a settle after a crash) makes ``after`` differ from the document, which
+is marked ``raced``.
+
 The changelog records the range before its rewrite (``stashed_to``) and clears it with the range's
 checkpoint: a run stopped anywhere in between settles that range first (steps 2 to 4 again), so a crash
 leaves no original in a document and no document without its backup. An application reading the range
@@ -29,7 +38,8 @@ changed since the step's inverse (``document_steps.py``).
 Operators: update pipelines with ``$set``, ``$unset`` and ``$replaceWith`` (MongoDB 4.2), ``$merge`` into
 mongopat's own collections (4.2), ``$bsonSize`` (4.4), ``$setField`` for nested paths (5.0,
 ``operations/server_paths.py``), the steps' ``$isNumber`` (4.4), ``$type``, ``$switch``, ``$cond``, ``$let``,
-``$map``, ``$range``, ``$slice``, ``$mergeObjects``, ``$lookup`` and ``$$REMOVE``: all in MongoDB 5.0. A
+``$map``, ``$range``, ``$slice``, ``$mergeObjects``, ``$lookup``, ``$$REMOVE``, ``$group``,
+``$indexOfArray``, ``$arrayToObject`` and ``let`` on ``update`` (5.0): all in MongoDB 5.0. A
 collection is taken on the client side instead when it holds ``_id``s of several BSON types (a range stays
 within one), is sharded and the step writes its shard key, or has a ``$jsonSchema`` validator refusing
 fields it does not name; a document over 7 MiB (its original would not fit beside it) is left to a
@@ -47,9 +57,10 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import OperationFailure
 
 from mongopat.migrate.bookkeeping import BACKUP
+from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.contracts import StepRun, StepState
 from mongopat.migrate.operations import OPERATIONS
-from mongopat.migrate.operations.base import ORIGINAL
+from mongopat.migrate.operations.base import ORIGINAL, RangeValues
 from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
 from mongopat.migrate.server.steps import ServerSteps
 from mongopat.migrate.steps import Step
@@ -108,7 +119,7 @@ class InServerSteps(ServerSteps):
     def _options_because(self, step: Step) -> str | None:
         """Why the collection's options keep it on the client side: its ``$jsonSchema`` refuses fields it
         does not name, and the rewrite keeps each original in its document until it is backed up; or the
-        step orders values (``server_declines``) and the collection's default collation, which the update
+        step orders or matches values (``server_declines``) and the collection's default collation, which the update
         pipelines compare strings with, is not the simple binary order Python's is."""
         try:
             found = list(self.db.list_collections(filter={"name": step.collection}))
@@ -121,7 +132,7 @@ class InServerSteps(ServerSteps):
             return "its validator refuses fields it does not name"
         locale = (options.get("collation") or {}).get("locale", "simple")
         if locale != "simple" and OPERATIONS[step.name].server_declines(step) is not None:
-            return f"the step orders values and its default collation ({locale}) orders strings other than Python"
+            return f"the step compares values and its default collation ({locale}) compares strings other than Python"
         return None
 
     def _shard_key_because(self, step: Step) -> str | None:
@@ -245,8 +256,11 @@ class InServerSteps(ServerSteps):
         if (declines := operation.server_declines(run.step)) is not None:
             # Evaluated here only, on the range's documents: the range queries and counts stay cheap.
             takeable.append({"$expr": {"$not": [declines]}})
+        values = self._range_values(run, {"$and": [_span(last, has_last, high), where]})
+        if values is not None:
+            takeable.append({"$expr": values.takes})
         stash = {"$set": {ORIGINAL: {"k": stash_key(run), "d": "$$ROOT"}}}
-        rewritten = collection.update_many({"$and": takeable}, [stash, *stages]).matched_count
+        rewritten = collection.update_many({"$and": takeable}, [stash, *stages], **_let(values)).matched_count
         backed = self._settle(run, last, has_last, high, stats, replay)
         if rewritten > backed:
             count(stats, "deleted_meanwhile", rewritten - backed)
@@ -259,7 +273,7 @@ class InServerSteps(ServerSteps):
         Returns the documents backed up. Every command can run again after a crash to the same end."""
         name, collection = run.step.collection, self.db[run.step.collection]
         operation = OPERATIONS[run.step.name]
-        stages = operation.server_stages(run.step) or []
+        stages = operation.server_settle_stages(run.step) or []
         span = _span(last, has_last, high)
         holding = {"$and": [span, {f"{ORIGINAL}.k": stash_key(run)}]}
         batch = ObjectId()  # names this range's backups
@@ -310,6 +324,23 @@ class InServerSteps(ServerSteps):
             count(stats, "conflicts", raced)
         return backed
 
+    def _range_values(self, run: StepRun, match: dict[str, Any]) -> RangeValues | None:
+        """The ``let`` variables of the range's documents matching ``match`` (``server_range_values``): the
+        distinct values of the step's range key among them (one small reply); None for a step whose
+        stages read the document alone."""
+        operation = OPERATIONS[run.step.name]
+        key = operation.server_range_key(run.step)
+        if key is None:
+            return None
+        pipeline: list[dict[str, Any]] = [{"$match": match}]
+        if (declines := operation.server_declines(run.step)) is not None:
+            # Only the keys the server takes: a group of equal numbers keeps one of them, which must not be
+            # a Decimal128 the step declines where an int of the same value is taken.
+            pipeline.append({"$match": {"$expr": {"$not": [declines]}}})
+        grouped = self.db[run.step.collection].aggregate([*pipeline, {"$group": {"_id": key}}])
+        keys = [found["_id"] for found in grouped if found["_id"] is not None]
+        return operation.server_range_values(run.step, keys, DatabaseDocuments(self.db))
+
     def _side_documents_of_deleted(self, name: str, mine: dict[str, Any], side: dict[str, list[dict[str, Any]]]) -> int:
         """Remove the side documents of this range's documents the application deleted since their rewrite
         (as the client side does); returns how many documents that was."""
@@ -347,6 +378,11 @@ class InServerSteps(ServerSteps):
             ]
         )
         return self.db[BACKUP].count_documents({**mine, "raced": True})
+
+
+def _let(values: RangeValues | None) -> dict[str, Any]:
+    """The ``let`` option of a range's commands, when its stages read variables (MongoDB 5.0)."""
+    return {"let": values.variables} if values is not None else {}
 
 
 def _span(last: Any, has_last: bool, high: Any) -> dict[str, Any]:
