@@ -386,6 +386,28 @@ def test_a_copy_changed_before_a_killed_range_settles_is_marked_raced(mongo, tmp
     assert raw_documents(db, "items") == before
 
 
+@pytest.mark.server_only("the server computes the transform")
+def test_a_range_whose_referenced_copies_are_too_large_for_one_command_is_halved(mongo, tmp_path, monkeypatch):
+    """extended_reference's rewrite carries its range's copies: past VARIABLES_LIMIT the range is halved until
+    they fit, and the documents come out as the client side writes them."""
+    from mongopat.migrate.server import in_server_steps
+
+    client_db, db = mongo.client[mongo.db_name + "_c"], mongo.db
+    try:
+        for target in (client_db, db):
+            target.items.insert_many(documents(60, seed=6, nan=False))
+            target.owners.insert_many(OWNERS)
+        folder = migration(tmp_path, "extended_reference")
+        Runner(client_db, load_folder(folder), RunOptions(batch_size=40, client_side=True)).up()
+        monkeypatch.setattr(in_server_steps, "VARIABLES_LIMIT", 150)  # about two copies
+        Runner(db, load_folder(folder), RunOptions(batch_size=40)).up()
+        assert step_state(db)["in_server"] is True
+        assert raw_documents(db, "items") == raw_documents(client_db, "items")
+        assert len(db.mongopat_backup.distinct("run")) > 60 // 40 + 1  # ranges of a few documents each
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_c")
+
+
 class FirstRewriteRaced:
     """The application, as test_online's harness sees it: it writes two documents just before the first
     aggregation of the wrapped collection (after the range's rewrite)."""

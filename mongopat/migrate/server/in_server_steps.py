@@ -21,11 +21,11 @@ Each batch is an ``_id`` range holding ``batch_size`` pending documents:
 A step whose stages read other documents (``extended_reference``: ``server_range_key`` and
 ``server_range_values``) gets them as the range's ``let`` variables: the distinct keys of the range's
 pending documents are read (one ``$group``), the documents they reference found as the client side finds
-them, and the table sent with the rewrite and the backup's aggregation; only documents the table can
-transform are rewritten (``RangeValues.takes``). The backup's aggregation reads the same documents
-inside the server instead (``server_settle_stages``: ``$lookup``), so the table travels once; a referenced
-document changed in between (or a settle after a crash) makes ``after`` differ from the document, which
-is marked ``raced``.
+them, and the table sent with the rewrite (a range whose table would pass ``VARIABLES_LIMIT`` is halved
+until it does not); only documents the table can transform are rewritten (``RangeValues.takes``). The
+backup's aggregation reads the same documents inside the server instead (``server_settle_stages``:
+``$lookup``), so the table travels once; a referenced document changed in between (or before a stopped
+run's range is settled) makes ``after`` differ from the document, which is marked ``raced``.
 
 The changelog records the range before its rewrite (``stashed_to``) and clears it with the range's
 checkpoint: a run stopped anywhere in between settles that range first (steps 2 to 4 again), so a crash
@@ -50,8 +50,9 @@ than Python (``server_declines``: a sorted ``subset``'s list whose sort values t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
+import bson
 from bson import MinKey, ObjectId
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import OperationFailure
@@ -71,12 +72,25 @@ from mongopat.migrate.steps import Step
 # with its copy (``$bsonSize``, MongoDB 4.4); the client side takes it.
 STASH_LIMIT = 7 * 1024 * 1024
 FITS_TWICE = {"$expr": {"$lte": [{"$bsonSize": "$$ROOT"}, STASH_LIMIT]}}
+# The most a range's let variables (extended_reference's copies) may take: a range whose referenced copies
+# are larger is halved, as the rewrite's command carries them.
+VARIABLES_LIMIT = 4 * 1024 * 1024
 # The pending documents the server leaves to the client side's pass after its own (with those the step's
 # server_declines names: left_to_the_client_side).
 LEFT_TO_THE_CLIENT_SIDE = [{"$expr": {"$gt": [{"$bsonSize": "$$ROOT"}, STASH_LIMIT]}}, {ORIGINAL: {"$exists": True}}]
 # What the stages of a step's side documents read: the document as the step left it, with its original
 # under ORIGINAL (subset and outlier move the original's elements; document_versioning copies the result).
 SIDE_INPUT = [{"$replaceWith": {"$mergeObjects": ["$after", {ORIGINAL: "$original"}]}}]
+
+
+class TakenRange(NamedTuple):
+    """A range the server rewrote: its last ``_id``, its documents backed up and rewritten, and the share
+    of a ``--batch-size`` range it was sized for (less than 1 once halved)."""
+
+    high: Any
+    backed: int
+    rewritten: int
+    share: float
 
 
 class InServerSteps(ServerSteps):
@@ -119,8 +133,8 @@ class InServerSteps(ServerSteps):
     def _options_because(self, step: Step) -> str | None:
         """Why the collection's options keep it on the client side: its ``$jsonSchema`` refuses fields it
         does not name, and the rewrite keeps each original in its document until it is backed up; or the
-        step orders or matches values (``server_declines``) and the collection's default collation, which the update
-        pipelines compare strings with, is not the simple binary order Python's is."""
+        step orders or matches values (``server_declines``) and the collection's default collation, which
+        the update pipelines compare strings with, is not the simple binary order Python's is."""
         try:
             found = list(self.db.list_collections(filter={"name": step.collection}))
         except OperationFailure:
@@ -214,41 +228,42 @@ class InServerSteps(ServerSteps):
         """Ranges of pending documents after ``last``, at most ``budget`` of them, each checkpointed;
         returns the documents rewritten. ``replay``: the side documents of these documents may exist
         already (a catch-up pass: the application wrote a migrated document back in the old shape)."""
-        rewritten = 0
-        for _batch in range(budget):
+        rewritten, spent = 0, 0.0
+        while spent < budget:
             taken = self._in_server_batch(run, last, has_last, outcome.stats, replay)
             if taken is None:
                 break
-            last, has_last = taken[0], True
-            backed, written = taken[1], taken[2]
-            outcome.read += backed
-            outcome.written += written
-            rewritten += written
-            self.runner.checkpoint(run, outcome, backed, written, last, total, stashed_to=None)
+            last, has_last = taken.high, True
+            outcome.read += taken.backed
+            outcome.written += taken.rewritten
+            rewritten += taken.rewritten
+            spent += taken.share  # a range halved to fit its let variables counts for what it held
+            self.runner.checkpoint(run, outcome, taken.backed, taken.rewritten, last, total, stashed_to=None)
         return rewritten
 
-    def _range_end(self, collection: Any, query: dict[str, Any]) -> tuple[bool, Any]:
+    def _range_end(self, collection: Any, query: dict[str, Any], size: int) -> tuple[bool, Any]:
         """Whether ``query`` matches a document, and the end of the next range: the ``_id`` of the
-        batch_size-th match in ``_id`` order, or of the last one when fewer match (one small reply)."""
-        for skip, order in ((self.options.batch_size - 1, ASCENDING), (0, DESCENDING)):
+        ``size``-th match in ``_id`` order, or of the last one when fewer match (one small reply)."""
+        for skip, order in ((size - 1, ASCENDING), (0, DESCENDING)):
             for doc in collection.find(query, {"_id": 1}, sort=[("_id", order)], skip=skip, limit=1):
                 return True, doc["_id"]
         return False, None
 
     def _in_server_batch(
         self, run: StepRun, last: Any, has_last: bool, stats: dict[str, Any], replay: bool
-    ) -> tuple[Any, int, int] | None:
+    ) -> TakenRange | None:
         """Rewrite the next range of pending documents, each keeping its original, then settle the range;
-        (its last _id, documents backed up, documents rewritten), or None when none is left after
-        ``last``."""
+        None when none is left after ``last``."""
         collection = self.db[run.step.collection]
         operation = OPERATIONS[run.step.name]
         stages = operation.server_stages(run.step) or []
         after = {"_id": {"$gt": last}} if has_last else {}
         where = server_pending(run.step)
-        found, high = self._range_end(collection, {"$and": [after, where]} if after else where)
+        query = {"$and": [after, where]} if after else where
+        found, high = self._range_end(collection, query, self.options.batch_size)
         if not found:
             return None
+        values, high, size = self._values_that_fit(run, last, has_last, high, where, query)
         # Before the rewrite: a crash from here on leaves documents of the range holding their originals,
         # which the next run settles first.
         self.changelog.step(run.migration_id, run.index, stashed_to=high)
@@ -256,7 +271,6 @@ class InServerSteps(ServerSteps):
         if (declines := operation.server_declines(run.step)) is not None:
             # Evaluated here only, on the range's documents: the range queries and counts stay cheap.
             takeable.append({"$expr": {"$not": [declines]}})
-        values = self._range_values(run, {"$and": [_span(last, has_last, high), where]})
         if values is not None:
             takeable.append({"$expr": values.takes})
         stash = {"$set": {ORIGINAL: {"k": stash_key(run), "d": "$$ROOT"}}}
@@ -264,7 +278,7 @@ class InServerSteps(ServerSteps):
         backed = self._settle(run, last, has_last, high, stats, replay)
         if rewritten > backed:
             count(stats, "deleted_meanwhile", rewritten - backed)
-        return high, backed, rewritten
+        return TakenRange(high, backed, rewritten, size / self.options.batch_size)
 
     def _settle(self, run: StepRun, last: Any, has_last: bool, high: Any, stats: dict[str, Any], replay: bool) -> int:
         """The documents of a range holding their originals: each original and what the step's stages make
@@ -323,6 +337,20 @@ class InServerSteps(ServerSteps):
         if raced:
             count(stats, "conflicts", raced)
         return backed
+
+    def _values_that_fit(
+        self, run: StepRun, last: Any, has_last: bool, high: Any, where: dict[str, Any], query: dict[str, Any]
+    ) -> tuple[RangeValues | None, Any, int]:
+        """The range's ``let`` variables, its end and the documents it was sized for, the range halved until
+        they take at most ``VARIABLES_LIMIT`` bytes (the rewrite carries them; a command is at most
+        16 MiB)."""
+        size = self.options.batch_size
+        while True:
+            values = self._range_values(run, {"$and": [_span(last, has_last, high), where]})
+            if values is None or size == 1 or len(bson.encode(values.variables)) <= VARIABLES_LIMIT:
+                return values, high, size
+            size = max(1, size // 2)
+            _found, high = self._range_end(self.db[run.step.collection], query, size)
 
     def _range_values(self, run: StepRun, match: dict[str, Any]) -> RangeValues | None:
         """The ``let`` variables of the range's documents matching ``match`` (``server_range_values``): the
