@@ -67,6 +67,9 @@ STEPS: dict[str, dict[str, Any]] = {
         "full_collection": "items_full",
     },
     "outlier": {"field": "lines", "threshold": 2, "overflow_collection": "items_overflow"},
+    # A nested sort path: each element's price.v does not exist (price is a number or missing), so every
+    # element reads None and ties keep the stored order, on both paths.
+    "subset_sorted_nested": {"field": "lines", "keep": 2, "sort": {"price.v": 1}, "full_collection": "items_full"},
     # owner is a number of each BSON type, a string, an ObjectId, a date, a boolean, NaN, Decimal128, a
     # document, an array, null or missing; some reference no owner (OWNERS).
     "extended_reference": {"from": "owners", "local": "owner", "fields": ["name", "tier"], "as": "ownedBy"},
@@ -84,7 +87,7 @@ STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_f
              "set_field_nested_missing": "set_field", "unset_field_nested": "unset_field",
              "rename_field_nested": "rename_field", "rename_field_out": "rename_field",
              "polymorphic_nested": "polymorphic", "attribute_into_existing": "attribute",
-             "map_to_array_nested": "map_to_array", "subset_sorted": "subset", "subset_sorted_mixed": "subset",
+             "map_to_array_nested": "map_to_array", "subset_sorted": "subset", "subset_sorted_mixed": "subset", "subset_sorted_nested": "subset",
              "extended_reference_code": "extended_reference", **{f"computed_{c}": "computed" for c in
              ("arithmetic", "average", "maximum", "minimum", "count", "count_values", "nested")}}  # fmt: skip
 # Numbers of every BSON type and the values that are none: what computed's arithmetic meets in real data.
@@ -508,7 +511,7 @@ def test_a_document_deleted_after_its_rewrite_leaves_no_side_document(mongo, tmp
     [
         ({"step": "map_to_array", "field": "absent", "layout": "merge"}, "needs Python"),
         (
-            {"step": "subset", "field": "lines", "keep": 2, "sort": {"meta.b": -1}, "full_collection": "items_full"},
+            {"step": "extended_reference", "from": "owners", "local": "meta.b", "fields": ["name"], "as": "o"},
             "needs Python",
         ),
         ({"step": "set_field", "field": "flag", "value": 1, "mixed_ids": True}, "several BSON types"),
@@ -639,32 +642,39 @@ SORT_VALUES: dict[str, tuple[list[Any], bool]] = {
 }
 
 
-def sort_lists(values: list[Any], seed: int) -> list[list[Any]]:
+def sort_lists(values: list[Any], seed: int, nested: bool) -> list[list[Any]]:
     """Lists holding every value (each element remembers its place, ``i``), shuffled, some with elements
-    that are no document."""
+    that are no document; ``nested``: the value at ``w.t``, and some elements whose ``w`` is no document."""
     rng = random.Random(seed)
     lists = []
     for n in range(8):
-        elements: list[Any] = [{"i": i, **({} if v is MISSING else {"t": v})} for i, v in enumerate(values * 2)]
+        elements: list[Any] = [
+            {"i": i, **({} if v is MISSING else {"w": {"t": v}} if nested else {"t": v})}
+            for i, v in enumerate(values * 2)
+        ]
         rng.shuffle(elements)
         if n % 3 == 0:
             elements.insert(rng.randrange(len(elements) + 1), rng.choice([5, "x", None, [1]]))
+        if nested and n % 3 == 1:
+            elements.insert(rng.randrange(len(elements) + 1), {"i": 99, "w": rng.choice([5, "x", None, {"u": 1}])})
         lists.append(elements)
     return lists
 
 
 @pytest.mark.server_only("the server evaluates the expression")
+@pytest.mark.parametrize("path", ["t", "w.t"])
 @pytest.mark.parametrize("kind", sorted(SORT_VALUES))
-def test_subset_sorted_in_the_server_takes_the_lists_both_order_alike(mongo, kind):
+def test_subset_sorted_in_the_server_takes_the_lists_both_order_alike(mongo, kind, path):
     """The server's first elements in a sort's order are Python's (stable: ties in stored order, missing
-    values last ascending and first descending), for every list it does not leave to the client side."""
+    values last ascending and first descending), for every list it does not leave to the client side; on a
+    nested path, an element whose prefix is no document reads as None on both."""
     from mongopat.migrate.operations.server_order import first_in_order, ordered_differently
     from mongopat.migrate.operations.subset import _sorted
 
     values, declined = SORT_VALUES[kind]
-    lists = sort_lists(values, len(kind))
+    lists = sort_lists(values, len(kind), nested=path != "t")
     mongo.db.lists.insert_many([{"_id": n, "l": elements} for n, elements in enumerate(lists)])
-    for sort in ({"t": 1}, {"t": -1}, {"t": 1, "i": 1}, {"t": -1, "i": -1}):
+    for sort in ({path: 1}, {path: -1}, {path: 1, "i": 1}, {path: -1, "i": -1}):
         for keep in (1, 3, 40):
             project = {"first": first_in_order("$l", sort, keep), "declined": ordered_differently("$l", sort)}
             for doc in mongo.db.lists.aggregate([{"$project": project}, {"$sort": {"_id": 1}}]):
@@ -672,6 +682,22 @@ def test_subset_sorted_in_the_server_takes_the_lists_both_order_alike(mongo, kin
                 if not declined:
                     expected = _sorted(lists[doc["_id"]], sort)[:keep]
                     assert bson.encode({"l": doc["first"]}) == bson.encode({"l": expected}), (sort, keep)
+
+
+@pytest.mark.server_only("the server evaluates the expression")
+def test_a_nested_sort_path_through_an_array_is_declined_or_read_as_python_reads_it(mongo):
+    """An element whose prefix is an array (``w: [{t: 1}]``): MongoDB reads ``w.t`` as an array, which the
+    server declines; a server reading it as nothing orders it as Python's None. Either way the first
+    elements kept are Python's."""
+    from mongopat.migrate.operations.server_order import first_in_order, ordered_differently
+    from mongopat.migrate.operations.subset import _sorted
+
+    lists = [[{"i": 0, "w": {"t": 2}}, {"i": 1, "w": [{"t": 9}]}, {"i": 2, "w": {"t": 5}}], [{"i": 0, "w": [{"t": 1}]}]]
+    mongo.db.lists.insert_many([{"_id": n, "l": elements} for n, elements in enumerate(lists)])
+    for sort in ({"w.t": 1}, {"w.t": -1}):
+        project = {"first": first_in_order("$l", sort, 2), "declined": ordered_differently("$l", sort)}
+        for doc in mongo.db.lists.aggregate([{"$project": project}, {"$sort": {"_id": 1}}]):
+            assert doc["declined"] or doc["first"] == _sorted(lists[doc["_id"]], sort)[:2], (sort, doc)
 
 
 @pytest.mark.server_only("a decision about a server")

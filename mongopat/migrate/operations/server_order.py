@@ -59,7 +59,8 @@ def _key_before(a: str, b: str, count: int) -> Expression:
 
 def first_in_order(elements: Expression, sort: dict[str, int], keep: int) -> Expression:
     """The first ``keep`` elements of the list ``elements`` in ``sort``'s order, as ``subset`` keeps them
-    (top-level sort fields, ``keep`` >= 1)."""
+    (``keep`` >= 1; a nested sort path reads None where an element's prefix is no document, as Python's
+    ``get_path``, and an array where it is one, which :func:`ordered_differently` declines)."""
     fields = list(sort)
     descending = next(iter(sort.values())) == -1
 

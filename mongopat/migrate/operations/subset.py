@@ -203,7 +203,7 @@ class Operation(DocumentOperation):
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         name, sort, keep = step.params["field"], step.params["sort"], step.params["keep"]
-        if not top_level(name) or (sort and (keep < 1 or not top_level(*sort))):
+        if not top_level(name) or (sort and (keep < 1 or not _readable(*sort))):
             return None
         first = first_in_order(f"${name}", sort, keep) if sort else {"$slice": [f"${name}", keep]}
         # One $set: both read the list as it was.
@@ -270,6 +270,13 @@ def _element(item: Document) -> Any:
     """A full-list document back to the element it was (a document, or a wrapped scalar)."""
     element = {key: value for key, value in item.items() if key not in ("_id", "parentId", "index")}
     return element["value"] if set(element) == {"value"} else element
+
+
+def _readable(*paths: str) -> bool:
+    """Whether the server reads each sort path of an element as a field path: a nested one too, where a
+    prefix that is an array gives an array the server declines (``server_order.ordered_differently``) and
+    a prefix that is no document gives nothing, the None Python reads."""
+    return all(part and not part.startswith("$") for path in paths for part in path.split("."))
 
 
 def _sort_key(spec: dict[str, int]) -> Callable[[Any], tuple]:
