@@ -7,7 +7,8 @@ The server is MONGOPAT_BENCH_URI (a standalone, or any member with directConnect
 daemon started for the run (``pip install -e '.[test]'``).
 
 - ``orders``: generated orders (line items, optional coupon and notes, a tags array, a customer that about
-  four orders reference, in ``customers`` for ``extended_ref``);
+  four orders reference, in ``customers`` for ``extended_ref``; for ``tree``, each 1,000 a tree of four
+  children a node by ``parentId``);
 - ``weather``: MongoDB's weather sample (``../shared/real-data/sample_weatherdata.archive.gz``, 1.7 KiB
   documents, optional nested sections), repeated to size with new ``_id``s.
 
@@ -74,6 +75,7 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "outlier": {"field": "items", "threshold": 3, "overflow_collection": "items_overflow"},
         "extended_ref": {"step": "extended_reference", "from": "customers", "local": "customerId",
                          "fields": ["name", "tier"], "as": "customer"},
+        "tree": {"parent_field": "parentId"},
     },
     "weather": {
         "set_field": {"field": "reviewed", "value": True},
@@ -166,6 +168,16 @@ def orders(documents: int) -> list[dict[str, Any]]:
     return found
 
 
+def with_parents(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The orders as a forest for ``tree``: each 1,000 orders a tree of four children a node (a quarter of
+    them parents, 5 levels), the first its root."""
+    found = []
+    for i, doc in enumerate(docs):
+        first = i // 1000 * 1000
+        found.append({**doc, "parentId": docs[first + (i - first - 1) // 4]["_id"] if i > first else None})
+    return found
+
+
 def customer_id(number: int) -> ObjectId:
     return ObjectId(number.to_bytes(12, "big"))
 
@@ -212,6 +224,8 @@ def run(uri: str, docs: list[dict[str, Any]], step: str, params: dict[str, Any],
     address = direct.address or ("127.0.0.1", 27017)
     name = f"bench_bytes_{os.getpid()}"
     direct.drop_database(name)
+    if params.get("step", step) == "tree":
+        docs = with_parents(docs)
     direct[name].items.insert_many(docs)
     if params.get("step", step) == "extended_reference":
         direct[name].customers.insert_many(customers(docs))

@@ -16,6 +16,7 @@ import pytest
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
+from mongopat.errors import OperationFailed
 from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
@@ -81,6 +82,10 @@ STEPS: dict[str, dict[str, Any]] = {
         "fields": ["name", "missing"],
         "as": "ownedBy",
     },
+    # parent is an earlier node (an int, a long or a double), one that does not exist, a boolean, a date,
+    # null or missing: chains through a double or to a date are the client side's.
+    "tree": {"parent_field": "parent"},
+    "tree_named": {"parent_field": "parent", "ancestors_field": "up", "path_field": "note"},
 }
 STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_field",
              "polymorphic_default": "polymorphic", "set_field_nested": "set_field",
@@ -88,7 +93,7 @@ STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_f
              "rename_field_nested": "rename_field", "rename_field_out": "rename_field",
              "polymorphic_nested": "polymorphic", "attribute_into_existing": "attribute",
              "map_to_array_nested": "map_to_array", "subset_sorted": "subset", "subset_sorted_mixed": "subset", "subset_sorted_nested": "subset",
-             "extended_reference_code": "extended_reference", **{f"computed_{c}": "computed" for c in
+             "extended_reference_code": "extended_reference", "tree_named": "tree", **{f"computed_{c}": "computed" for c in
              ("arithmetic", "average", "maximum", "minimum", "count", "count_values", "nested")}}  # fmt: skip
 # Numbers of every BSON type and the values that are none: what computed's arithmetic meets in real data.
 NUMBERS = [3, 2.5, 0.1, 0.2, 0.3, -0.0, bson.Int64(7), bson.Int64(2**62), 2**31 - 1, 1e308,
@@ -113,6 +118,13 @@ OWNERS = [
     {"_id": {"k": 1}, "name": "doc", "code": {"k": 1}},
     {"_id": bson.Decimal128("7"), "name": "decimal", "code": [1, 2]},
 ]
+
+
+def parents(i: int) -> list[Any]:
+    """What a node's parent may be: an earlier node (no cycle) by an int, a long or a double; a node that
+    does not exist (a number, a string, an ObjectId); a boolean, a date, null or missing."""
+    earlier = [i // 2, i - 1, i - 1, bson.Int64(i // 3), float(i // 2)] if i else []
+    return [*earlier, 999, "o1", OWNER_ID, True, WHEN, None, "missing", "missing"]
 
 
 def is_nan(value: Any) -> bool:
@@ -157,6 +169,9 @@ def documents(count: int, seed: int = 1, nan: bool = True) -> list[dict[str, Any
         owner = random.Random(seed * 31_337 + i).choice([*OWNER_VALUES, "missing"])
         if owner != "missing" and (nan or not is_nan(owner)):
             doc["owner"] = owner
+        parent = random.Random(seed * 65_537 + i).choice(parents(i))
+        if parent != "missing":
+            doc["parent"] = parent
         found.append(doc)
     return found
 
@@ -215,14 +230,18 @@ def test_the_server_writes_the_bytes_the_client_side_transform_writes(mongo, tmp
         mongo.client.drop_database(mongo.db_name + "_c")
 
 
+NAN_LEFT_TO_THE_CLIENT_SIDE = dict.fromkeys(["subset_sorted_mixed", "tree", "tree_named"], NAN_IN_DOCUMENTS)
+
+
 @pytest.mark.server_only("the server computes the transform")
 @pytest.mark.parametrize(
     "case",
     [
         # subset_sorted_mixed: the lists holding NaN are declined, and the client side's compare-and-swap
         # never matches a document holding NaN in an array on the test server.
-        pytest.param(c, marks={"computed_minimum": SUBTRACT_28, "subset_sorted_mixed": NAN_IN_DOCUMENTS}[c])
-        if c in ("computed_minimum", "subset_sorted_mixed")
+        # tree: the documents whose chain the server leaves to the client side hold NaN elsewhere.
+        pytest.param(c, marks=NAN_LEFT_TO_THE_CLIENT_SIDE.get(c, SUBTRACT_28))
+        if c in ("computed_minimum", *NAN_LEFT_TO_THE_CLIENT_SIDE)
         else c
         for c in sorted(STEPS)
     ],
@@ -321,7 +340,7 @@ class Crashing:
 
 
 @pytest.mark.server_only("the server computes the transform")
-@pytest.mark.parametrize("case", ["document_versioning", "subset", "outlier", "extended_reference"])
+@pytest.mark.parametrize("case", ["document_versioning", "subset", "outlier", "extended_reference", "tree"])
 @pytest.mark.parametrize(
     ("collection", "method", "crash_at"),
     [
@@ -390,9 +409,73 @@ def test_a_copy_changed_before_a_killed_range_settles_is_marked_raced(mongo, tmp
 
 
 @pytest.mark.server_only("the server computes the transform")
-def test_a_range_whose_referenced_copies_are_too_large_for_one_command_is_halved(mongo, tmp_path, monkeypatch):
-    """extended_reference's rewrite carries its range's copies: past VARIABLES_LIMIT the range is halved until
-    they fit, and the documents come out as the client side writes them."""
+def test_a_parent_moved_before_a_killed_range_settles_marks_its_descendants_raced(mongo, tmp_path):
+    """tree reads the chains again (``$graphLookup``) when it settles a range a killed run rewrote: a node
+    moved meanwhile makes ``after`` differ for the documents below it, whose backups are marked raced, and
+    ``down`` takes their ancestors out (the step's inverse) rather than trusting them."""
+    db = mongo.db
+    db.items.insert_many([{"_id": i, "parent": i - 1 if i else None, "n": i} for i in range(12)])
+    before = raw_documents(db, "items")
+    folder = migration(tmp_path, "tree")
+    # The items collection's 2nd aggregation is the first range's backup (the 1st reads its parents).
+    with pytest.raises(RuntimeError, match="killed inside a batch"):
+        Runner(WithCollection(db, "items", Crashing(db.items, "aggregate", 2)), load_folder(folder),
+               RunOptions(batch_size=40)).up()  # fmt: skip
+    assert db.items.count_documents({"__mongopat_original": {"$exists": True}}) == 12
+    db.items.update_one({"_id": 5}, {"$set": {"parent": None}})  # node 5 becomes a root
+    Runner(db, load_folder(folder), RunOptions(batch_size=40)).up()
+    assert step_state(db)["stats"]["conflicts"] == 7  # node 5 itself and the 6 below it
+    assert db.items.find_one({"_id": 11})["path"] == "/0/1/2/3/4/5/6/7/8/9/10/11/"  # as the rewrite wrote it
+    assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
+    Runner(db, load_folder(folder), RunOptions(batch_size=40)).down("base")
+    after_down = raw_documents(db, "items")
+    moved = bson.encode({"_id": 5})
+    assert {k: v for k, v in after_down.items() if k != moved} == {k: v for k, v in before.items() if k != moved}
+    assert bson.decode(after_down[moved]) == {"_id": 5, "parent": None, "n": 5}  # the application's move kept
+
+
+@pytest.mark.server_only("the server computes the transform")
+def test_tree_takes_the_chains_it_walks_as_python_and_leaves_the_rest_to_the_client_side(mongo, tmp_path):
+    """A chain through a double (Python prints ``2.0``), to a date or a boolean, or into a cycle is the
+    client side's: the server rewrites every other node, and a cycle fails the run as the client side fails
+    it, after the server has migrated the nodes outside it."""
+    db = mongo.db
+    nodes: list[dict[str, Any]] = [{"_id": i, "parent": i - 1 if i else None} for i in range(10)]
+    nodes += [
+        {"_id": 20, "parent": 2.0},  # a double: declined
+        {"_id": 21, "parent": 20},  # an int, through a node whose parent is a double: not walked
+        {"_id": 22, "parent": WHEN},
+        {"_id": 23, "parent": True},
+        {"_id": 24, "parent": bson.Int64(3)},  # a long: walked
+        {"_id": 25, "parent": "nowhere"},  # a parent that does not exist ends the chain
+        {"_id": 26},
+    ]
+    db.items.insert_many(nodes)
+    folder = migration(tmp_path, "tree")
+    Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
+    assert step_state(db)["in_server"] is True
+    by_the_server = {b["_id"]["id"] for b in db.mongopat_backup.find({"run": {"$exists": True}})}
+    assert by_the_server == {*range(10), 24, 25, 26}
+    found = {d["_id"]: d for d in db.items.find()}
+    assert found[21]["path"] == "/0/1/2.0/20/21/" and found[23]["ancestors"] == [True]
+    assert found[24]["ancestors"] == [0, 1, 2, 3] and found[25]["path"] == "/nowhere/25/"
+    assert step_state(db)["stats"]["pending_left"] == 0
+
+    db.items.insert_many([{"_id": 100, "parent": 101}, {"_id": 101, "parent": 100}, {"_id": 102, "parent": 3}])
+    db.mongopat_changelog.drop()
+    db.mongopat_backup.drop()
+    with pytest.raises(OperationFailed, match="cycle in the tree through 10"):
+        Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
+    assert db.items.find_one({"_id": 102})["ancestors"] == [0, 1, 2, 3]
+    assert db.items.count_documents({"ancestors": {"$exists": False}}) == 2
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", ["extended_reference", "tree"])
+def test_a_range_whose_let_variables_are_too_large_for_one_command_is_halved(mongo, tmp_path, monkeypatch, case):
+    """A rewrite carries its range's let variables (extended_reference's copies, tree's ancestors): past
+    VARIABLES_LIMIT the range is halved until they fit, and the documents come out as the client side writes
+    them."""
     from mongopat.migrate.server import in_server_steps
 
     client_db, db = mongo.client[mongo.db_name + "_c"], mongo.db
@@ -400,9 +483,9 @@ def test_a_range_whose_referenced_copies_are_too_large_for_one_command_is_halved
         for target in (client_db, db):
             target.items.insert_many(documents(60, seed=6, nan=False))
             target.owners.insert_many(OWNERS)
-        folder = migration(tmp_path, "extended_reference")
+        folder = migration(tmp_path, case)
         Runner(client_db, load_folder(folder), RunOptions(batch_size=40, client_side=True)).up()
-        monkeypatch.setattr(in_server_steps, "VARIABLES_LIMIT", 150)  # about two copies
+        monkeypatch.setattr(in_server_steps, "VARIABLES_LIMIT", 150)  # about two copies, a few nodes
         Runner(db, load_folder(folder), RunOptions(batch_size=40)).up()
         assert step_state(db)["in_server"] is True
         assert raw_documents(db, "items") == raw_documents(client_db, "items")

@@ -144,7 +144,17 @@ def test_status_and_up_report_documents_written_in_the_old_shape(mongo, tmp_path
 
 
 @pytest.mark.parametrize(
-    "name", ["computed", "subset", "subset_sorted", "outlier", "attribute", "document_versioning", "extended_reference"]
+    "name",
+    [
+        "computed",
+        "subset",
+        "subset_sorted",
+        "outlier",
+        "attribute",
+        "document_versioning",
+        "extended_reference",
+        "tree",
+    ],
 )
 def test_crashes_while_the_application_writes_then_resume(mongo, tmp_path, name):
     """A run killed after random batches, resumed while the application keeps writing: the same guarantees."""

@@ -358,6 +358,12 @@ class DocumentOperation(StepOperation):
         read from ``source`` as :meth:`context` reads them, so the server transforms as Python does."""
         raise NotImplementedError
 
+    def server_leaves_untaken(self, step: Step) -> bool:
+        """Whether the documents :attr:`RangeValues.takes` is false for are left to the client side's pass
+        after the server's (a tree's chain the server cannot walk as Python does), rather than pending as
+        :meth:`transform` leaves them too (a reference to no document)."""
+        return False
+
     def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
         """Per collection the step creates, the stages a server runs on each transformed document (as
         :meth:`server_stages` leave it, with its original under :data:`ORIGINAL`) to make the side

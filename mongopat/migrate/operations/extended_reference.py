@@ -21,6 +21,7 @@ from mongopat.migrate.operations.base import (
     StepType,
     local_values,
 )
+from mongopat.migrate.operations.server_order import nan_double
 from mongopat.migrate.transform_api import (
     Context,
     ContextSource,
@@ -203,8 +204,7 @@ class Operation(AddsFields):
     def server_declines(self, step: Step) -> Any:
         local = f"${step.params['local']}"
         kind = {"$type": local}
-        nan = {"$and": [{"$eq": [kind, "double"]}, {"$eq": [{"$toString": local}, "NaN"]}]}
-        return {"$or": [{"$not": [{"$in": [kind, [*TAKEN_TYPES, "double"]]}]}, nan]}
+        return {"$or": [{"$not": [{"$in": [kind, [*TAKEN_TYPES, "double"]]}]}, nan_double(local, kind)]}
 
     def server_range_key(self, step: Step) -> str | None:
         return f"${step.params['local']}"

@@ -103,9 +103,15 @@ def _kind(value: Expression) -> Expression:
     """The value's kind for :data:`_KINDS`, ``"other"`` for any other type and for NaN."""
     branches = [{"case": {"$eq": ["$$t", bson_type]}, "then": kind} for bson_type, kind in _KINDS.items()]
     kind = {"$switch": {"branches": branches, "default": "other"}}
-    nan = {"$and": [{"$eq": ["$$t", "double"]}, {"$eq": [{"$toString": "$$v"}, "NaN"]}]}
     return {"$let": {"vars": {"v": value, "t": {"$type": value}},
-                     "in": {"$cond": [nan, "other", kind]}}}  # fmt: skip
+                     "in": {"$cond": [nan_double("$$v", "$$t"), "other", kind]}}}  # fmt: skip
+
+
+def nan_double(value: Expression, bson_type: Expression) -> Expression:
+    """True where ``value``, whose ``$type`` is ``bson_type``, is a double NaN (which the server takes as
+    equal to itself and orders first, and Python as equal to nothing): ``$toString`` spells it ``NaN``,
+    as MongoDB 5.0 has no test of its own for it."""
+    return {"$and": [{"$eq": [bson_type, "double"]}, {"$eq": [{"$toString": value}, "NaN"]}]}
 
 
 def ordered_differently(elements: Expression, sort: dict[str, int]) -> Expression:

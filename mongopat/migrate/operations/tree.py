@@ -4,14 +4,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bson import ObjectId
+
 from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
-from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
+from mongopat.migrate.operations.base import STR, AddsFields, Param, RangeValues, Step, StepType
 from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, hashable_key, heads
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
+
+# Inside the server a node's chain is walked up a table of the range's ancestors (their _ids and parents,
+# ``let`` variables, MongoDB 5.0) looked up by ``$indexOfArray``. Its equality is Python's dict lookup, and
+# ``$toString`` writes the path as Python's ``str`` does, for these BSON types only (a double's ``1.0``, a
+# date, a boolean... read otherwise): a document whose _id or chain holds another is declined.
+WALKED_TYPES = ["string", "objectId", "int", "long"]
+NODES, PARENTS, UNWALKABLE, DEPTH = "mongopat_nodes", "mongopat_parents", "mongopat_unwalkable", "mongopat_depth"
+CHAIN = "__mongopat_chain"
 
 
 class Operation(AddsFields):
@@ -182,6 +192,86 @@ class Operation(AddsFields):
         p = step.params
         return {p["ancestors_field"], p["path_field"]}
 
+    # -- inside the server: the range's ancestors, sent as a table -----------------------------------
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        p = step.params
+        names = (p["parent_field"], p["ancestors_field"], p["path_field"])
+        if any("." in name or name.startswith("$") for name in names):
+            return None  # Python reads and writes these names as top-level keys, dots and all
+        found = {"$indexOfArray": [f"$${NODES}", "$$value.at"]}
+        parent = {"$cond": [{"$gte": ["$$i", 0]}, {"$arrayElemAt": [f"$${PARENTS}", "$$i"]}, None]}
+        return _materialised(step, {"$range": [0, f"$${DEPTH}"]}, {"$let": {"vars": {"i": found}, "in": parent}})
+
+    def server_settle_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        """The chain read inside the server: ``$graphLookup`` up the parent references (the node at depth
+        ``i`` is the one whose _id the ``i``-th value of the chain names), walked as the table is."""
+        p = step.params
+        if self.server_stages(step) is None:
+            return None
+        at_depth = {"$filter": {"input": f"${CHAIN}", "as": "n", "cond": {"$eq": ["$$n.d", "$$this"]}}}
+        parent = {"$arrayElemAt": [{"$map": {"input": at_depth, "as": "n", "in": "$$n.v"}}, 0]}
+        lookup = {
+            "from": step.collection,
+            "startWith": f"${p['parent_field']}",
+            "connectFromField": p["parent_field"],
+            "connectToField": "_id",
+            "as": CHAIN,
+            "depthField": "d",
+        }
+        # Each node found kept as its depth and parent: the chain's documents are not carried whole.
+        kept = {"$map": {"input": f"${CHAIN}", "as": "n", "in": {"d": "$$n.d", "v": f"$$n.{p['parent_field']}"}}}
+        steps = {"$range": [0, {"$add": [{"$size": f"${CHAIN}"}, 1]}]}
+        return [
+            {"$graphLookup": lookup},
+            {"$set": {CHAIN: kept}},
+            *_materialised(step, steps, parent),
+            {"$unset": CHAIN},
+        ]
+
+    def server_declines(self, step: Step) -> Any:
+        parent = f"${step.params['parent_field']}"
+        return {
+            "$or": [
+                {"$not": [{"$in": [{"$type": "$_id"}, WALKED_TYPES]}]},
+                {"$not": [{"$in": [{"$type": parent}, [*WALKED_TYPES, "null", "missing"]]}]},
+            ]
+        }
+
+    def server_range_key(self, step: Step) -> str | None:
+        return f"${step.params['parent_field']}"
+
+    def server_leaves_untaken(self, step: Step) -> bool:
+        return True  # a cycle raises, a chain through a double or a date is printed: Python's to do
+
+    def server_range_values(self, step: Step, keys: list[Any], source: ContextSource) -> RangeValues:
+        """The ancestors of the range's parents, read level by level from ``source`` (each node's _id and
+        parent, as :meth:`context` reads the tree), with the parents whose chain the server cannot walk as
+        Python does (a cycle, a value of another type on the way) and the longest chain."""
+        field = step.params["parent_field"]
+        table: dict[Any, tuple[Any, Any]] = {}
+        wanted = [key for key in keys if _walked(key)]
+        asked = {hashable_key(key) for key in wanted}
+        while wanted:
+            found = list(source.documents(step.collection, "_id", wanted, [field]))
+            wanted = []
+            for node in found:
+                parent = node.get(field)
+                table[hashable_key(node["_id"])] = (node["_id"], parent)
+                if _walked(parent) and hashable_key(parent) not in asked:
+                    asked.add(hashable_key(parent))
+                    wanted.append(parent)
+        lengths = {hashable_key(key): _chain_length(key, table) for key in keys}
+        unwalkable = [key for key in keys if lengths[hashable_key(key)] is None]
+        variables = {
+            NODES: {"$literal": [node for node, _parent in table.values()]},
+            PARENTS: {"$literal": [parent for _node, parent in table.values()]},
+            UNWALKABLE: {"$literal": unwalkable},
+            DEPTH: max((n for n in lengths.values() if n is not None), default=0),
+        }
+        takes = {"$not": [{"$in": [{"$ifNull": [f"${field}", None]}, f"$${UNWALKABLE}"]}]}
+        return RangeValues(variables, takes)
+
     def added(self, step: Step) -> list[str]:
         return [step.params["ancestors_field"], step.params["path_field"]]
 
@@ -191,14 +281,60 @@ class TreeCycleError(ValueError):
 
 
 def ancestors_of(node: Any, parents: dict[Any, Any]) -> list[Any]:
-    """Root first; raises on a cycle. Unknown parents end the chain (they are kept as the root)."""
+    """Root first; raises on a cycle. Unknown parents end the chain (they are kept as the root). ``parents``
+    is keyed by :func:`hashable_key`, so a parent ``true`` is not the node ``1``."""
     chain: list[Any] = []
-    seen = {node}
-    current = parents.get(node)
+    seen = {hashable_key(node)}
+    current = parents.get(hashable_key(node))
     while current is not None:
-        if current in seen:
+        if hashable_key(current) in seen:
             raise TreeCycleError(f"cycle in the tree through {current!r}")
-        seen.add(current)
+        seen.add(hashable_key(current))
         chain.append(current)
-        current = parents.get(current)
+        current = parents.get(hashable_key(current))
     return chain[::-1]
+
+
+def _materialised(step: Step, steps: Any, parent: Any) -> list[dict[str, Any]]:
+    """The stages setting the ancestors and the path: the chain walked from the document's parent, one
+    value a step of ``steps`` (an array), ``parent`` giving the parent of ``$$value.at`` (null when it has
+    none or is unknown: the chain ends, as in :func:`ancestors_of`)."""
+    p = step.params
+    start = {"c": [], "at": {"$ifNull": [f"${p['parent_field']}", None]}}
+    further = {"c": {"$concatArrays": ["$$value.c", ["$$value.at"]]}, "at": {"$ifNull": [parent, None]}}
+    walk = {
+        "$reduce": {
+            "input": steps,
+            "initialValue": start,
+            "in": {"$cond": [{"$eq": ["$$value.at", None]}, "$$value", further]},
+        }
+    }
+    ancestors = {"$reverseArray": {"$let": {"vars": {"walked": walk}, "in": "$$walked.c"}}}
+    slashed = {"$concat": ["$$value", {"$toString": "$$this"}, "/"]}
+    path = {
+        "$reduce": {
+            "input": {"$concatArrays": [f"${p['ancestors_field']}", ["$_id"]]},
+            "initialValue": "/",
+            "in": slashed,
+        }
+    }
+    return [{"$set": {p["ancestors_field"]: ancestors}}, {"$set": {p["path_field"]: path}}]
+
+
+def _walked(value: Any) -> bool:
+    """Whether the server walks and prints ``value`` as Python does (see WALKED_TYPES)."""
+    return isinstance(value, (str, ObjectId, int)) and not isinstance(value, bool)
+
+
+def _chain_length(start: Any, table: dict[Any, tuple[Any, Any]]) -> int | None:
+    """The values of the chain from the parent ``start`` up the table, or None where the server cannot
+    walk it as Python does: a cycle, or a value of a type it reads otherwise."""
+    seen: set[Any] = set()
+    current = start
+    while current is not None:
+        if not _walked(current) or hashable_key(current) in seen:
+            return None
+        seen.add(hashable_key(current))
+        entry = table.get(hashable_key(current))
+        current = entry[1] if entry is not None else None
+    return len(seen)

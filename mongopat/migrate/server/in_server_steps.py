@@ -18,13 +18,14 @@ Each batch is an ``_id`` range holding ``batch_size`` pending documents:
    the very field ``unset_field`` removes) cannot be told from none, so ``down`` gives that document the
    original kept.
 
-A step whose stages read other documents (``extended_reference``: ``server_range_key`` and
+A step whose stages read other documents (``extended_reference``, ``tree``: ``server_range_key`` and
 ``server_range_values``) gets them as the range's ``let`` variables: the distinct keys of the range's
 pending documents are read (one ``$group``), the documents they reference found as the client side finds
 them, and the table sent with the rewrite (a range whose table would pass ``VARIABLES_LIMIT`` is halved
-until it does not); only documents the table can transform are rewritten (``RangeValues.takes``). The
-backup's aggregation reads the same documents inside the server instead (``server_settle_stages``:
-``$lookup``), so the table travels once; a referenced document changed in between (or before a stopped
+until it does not); only documents the table can transform are rewritten (``RangeValues.takes``; the
+others stay pending, or go to the client side's pass where ``server_leaves_untaken``). The backup's
+aggregation reads the same documents inside the server instead (``server_settle_stages``: ``$lookup``,
+``$graphLookup``), so the table travels once; a referenced document changed in between (or before a stopped
 run's range is settled) makes ``after`` differ from the document, which is marked ``raced``.
 
 The changelog records the range before its rewrite (``stashed_to``) and clears it with the range's
@@ -39,7 +40,8 @@ Operators: update pipelines with ``$set``, ``$unset`` and ``$replaceWith`` (Mong
 mongopat's own collections (4.2), ``$bsonSize`` (4.4), ``$setField`` for nested paths (5.0,
 ``operations/server_paths.py``), the steps' ``$isNumber`` (4.4), ``$type``, ``$switch``, ``$cond``, ``$let``,
 ``$map``, ``$range``, ``$slice``, ``$mergeObjects``, ``$lookup``, ``$$REMOVE``, ``$group``,
-``$indexOfArray``, ``$arrayToObject`` and ``let`` on ``update`` (5.0): all in MongoDB 5.0. A
+``$indexOfArray``, ``$arrayToObject``, ``$reduce``, ``$reverseArray``, ``$concat``, ``$toString``,
+``$graphLookup`` and ``let`` on ``update`` (5.0): all in MongoDB 5.0. A
 collection is taken on the client side instead when it holds ``_id``s of several BSON types (a range stays
 within one), is sharded and the step writes its shard key, or has a ``$jsonSchema`` validator refusing
 fields it does not name; a document over 7 MiB (its original would not fit beside it) is left to a
@@ -430,10 +432,15 @@ def server_pending(step: Step) -> dict[str, Any]:
     return operation.pending(step) if exact is None else {"$expr": exact}
 
 
-def left_to_the_client_side(step: Step) -> dict[str, Any]:
+def left_to_the_client_side(step: Step) -> dict[str, Any] | None:
     """The filter of the pending documents the server leaves to a client-side pass after its own: too
-    large to hold their original beside them, holding mongopat's field, or declined by the step."""
-    declines = OPERATIONS[step.name].server_declines(step)
+    large to hold their original beside them, holding mongopat's field, or declined by the step; None
+    for all those still pending, where the step leaves the documents its range values cannot transform
+    to the client side (``server_leaves_untaken``)."""
+    operation = OPERATIONS[step.name]
+    if operation.server_leaves_untaken(step):
+        return None
+    declines = operation.server_declines(step)
     return {"$or": [*LEFT_TO_THE_CLIENT_SIDE, *([{"$expr": declines}] if declines is not None else [])]}
 
 
