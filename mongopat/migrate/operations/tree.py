@@ -249,7 +249,9 @@ class Operation(AddsFields):
         parent, as :meth:`context` reads the tree), with the parents whose chain the server cannot walk as
         Python does (a cycle, a value of another type on the way) and the longest chain."""
         field = step.params["parent_field"]
-        table: dict[Any, tuple[Any, Any]] = {}
+        # The part of the tree's parent map the range needs, keyed as context() keys it, and the nodes' _ids.
+        parents: dict[Any, Any] = {}
+        nodes: dict[Any, Any] = {}
         wanted = [key for key in keys if _walked(key)]
         asked = {hashable_key(key) for key in wanted}
         while wanted:
@@ -257,17 +259,17 @@ class Operation(AddsFields):
             wanted = []
             for node in found:
                 parent = node.get(field)
-                table[hashable_key(node["_id"])] = (node["_id"], parent)
+                nodes[hashable_key(node["_id"])] = node["_id"]
+                parents[hashable_key(node["_id"])] = parent
                 if _walked(parent) and hashable_key(parent) not in asked:
                     asked.add(hashable_key(parent))
                     wanted.append(parent)
-        lengths = {hashable_key(key): _chain_length(key, table) for key in keys}
-        unwalkable = [key for key in keys if lengths[hashable_key(key)] is None]
+        lengths = [_chain_length(key, parents) for key in keys]
         variables = {
-            NODES: {"$literal": [node for node, _parent in table.values()]},
-            PARENTS: {"$literal": [parent for _node, parent in table.values()]},
-            UNWALKABLE: {"$literal": unwalkable},
-            DEPTH: max((n for n in lengths.values() if n is not None), default=0),
+            NODES: {"$literal": list(nodes.values())},
+            PARENTS: {"$literal": list(parents.values())},
+            UNWALKABLE: {"$literal": [key for key, length in zip(keys, lengths, strict=True) if length is None]},
+            DEPTH: max((length for length in lengths if length is not None), default=0),
         }
         takes = {"$not": [{"$in": [{"$ifNull": [f"${field}", None]}, f"$${UNWALKABLE}"]}]}
         return RangeValues(variables, takes)
@@ -283,16 +285,21 @@ class TreeCycleError(ValueError):
 def ancestors_of(node: Any, parents: dict[Any, Any]) -> list[Any]:
     """Root first; raises on a cycle. Unknown parents end the chain (they are kept as the root). ``parents``
     is keyed by :func:`hashable_key`, so a parent ``true`` is not the node ``1``."""
+    return _walk_up(parents.get(hashable_key(node)), parents, {hashable_key(node)})[::-1]
+
+
+def _walk_up(current: Any, parents: dict[Any, Any], seen: set[Any]) -> list[Any]:
+    """The values from the parent ``current`` up ``parents`` until one is None or no node's, nearest
+    first; raises on a value met again (``seen``: the keys already on the chain)."""
     chain: list[Any] = []
-    seen = {hashable_key(node)}
-    current = parents.get(hashable_key(node))
     while current is not None:
-        if hashable_key(current) in seen:
+        key = hashable_key(current)
+        if key in seen:
             raise TreeCycleError(f"cycle in the tree through {current!r}")
-        seen.add(hashable_key(current))
+        seen.add(key)
         chain.append(current)
-        current = parents.get(hashable_key(current))
-    return chain[::-1]
+        current = parents.get(key)
+    return chain
 
 
 def _materialised(step: Step, steps: Any, parent: Any) -> list[dict[str, Any]]:
@@ -326,15 +333,12 @@ def _walked(value: Any) -> bool:
     return isinstance(value, (str, ObjectId, int)) and not isinstance(value, bool)
 
 
-def _chain_length(start: Any, table: dict[Any, tuple[Any, Any]]) -> int | None:
-    """The values of the chain from the parent ``start`` up the table, or None where the server cannot
-    walk it as Python does: a cycle, or a value of a type it reads otherwise."""
-    seen: set[Any] = set()
-    current = start
-    while current is not None:
-        if not _walked(current) or hashable_key(current) in seen:
-            return None
-        seen.add(hashable_key(current))
-        entry = table.get(hashable_key(current))
-        current = entry[1] if entry is not None else None
-    return len(seen)
+def _chain_length(start: Any, parents: dict[Any, Any]) -> int | None:
+    """The values of the chain from the parent ``start`` up ``parents`` (walked as :func:`ancestors_of`
+    walks it), or None where the server cannot walk it as Python does: a cycle, or a value of a type it
+    reads otherwise."""
+    try:
+        chain = _walk_up(start, parents, set())
+    except TreeCycleError:
+        return None
+    return len(chain) if all(_walked(value) for value in chain) else None
