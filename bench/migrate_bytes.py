@@ -8,7 +8,7 @@ daemon started for the run (``pip install -e '.[test]'``).
 
 - ``orders``: generated orders (line items, optional coupon and notes, a tags array, a customer that about
   four orders reference, in ``customers`` for ``extended_ref``; for ``tree``, each 1,000 a tree of four
-  children a node by ``parentId``);
+  children a node by ``parentId``; for ``pre_aggregation``, up to four payments an order in ``payments``);
 - ``weather``: MongoDB's weather sample (``../shared/real-data/sample_weatherdata.archive.gz``, 1.7 KiB
   documents, optional nested sections), repeated to size with new ``_id``s.
 
@@ -76,6 +76,9 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "extended_ref": {"step": "extended_reference", "from": "customers", "local": "customerId",
                          "fields": ["name", "tier"], "as": "customer"},
         "tree": {"parent_field": "parentId"},
+        "pre_aggregation": {"from": "payments", "local": "_id", "foreign": "orderId", "into": "paid",
+                            "compute": {"total": {"sum": "amount"}, "n": {"count": True},
+                                        "refunds": {"count": {"status": "refunded"}}}},
     },
     "weather": {
         "set_field": {"field": "reviewed", "value": True},
@@ -190,6 +193,14 @@ def customers(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "since": 2015 + rng.randint(0, 9)} for n, i in enumerate(ids)]  # fmt: skip
 
 
+def payments(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The payments of the orders (pre_aggregation sums them): none to four an order."""
+    rng = random.Random(3)
+    return [{"orderId": d["_id"], "amount": round(rng.uniform(5, 500), 2), "method": rng.choice(["card", "iban"]),
+             "status": rng.choice(["settled", "settled", "refunded"])}
+            for d in docs for _ in range(rng.randrange(5))]  # fmt: skip
+
+
 def weather(documents: int) -> list[dict[str, Any]]:
     from mongopat.sources.archive import archive_records
 
@@ -229,6 +240,9 @@ def run(uri: str, docs: list[dict[str, Any]], step: str, params: dict[str, Any],
     direct[name].items.insert_many(docs)
     if params.get("step", step) == "extended_reference":
         direct[name].customers.insert_many(customers(docs))
+    if params.get("step", step) == "pre_aggregation":
+        direct[name].payments.insert_many(payments(docs))
+        direct[name].payments.create_index("orderId")
     data = sum(len(bson.encode(d)) for d in docs)
     proxy = CountingProxy(*address)
     commands = Commands()

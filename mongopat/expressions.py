@@ -381,18 +381,19 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
     else:
         value = expression.program(document)
         values = [] if value is None else [value]
-    return _fold(expression.function, values)
+    return fold(expression.function, values)
 
 
-def _fold(function: str, values: list[Value]) -> Any:
-    """``$sum``, ``$avg``, ``$min`` or ``$max`` of the numbers ``values``, typed as MongoDB types them."""
+def fold(function: str, values: list[Value]) -> Any:
+    """``$sum``, ``$avg``, ``$min`` or ``$max`` of the numbers ``values``, typed as MongoDB types them (NaN,
+    which :func:`evaluate` never folds, is the smallest number for ``$min`` and ``$max``)."""
     if function == "sum" and values and set(map(type, values)) == {float}:  # the usual case: doubles
         return _sum_of_doubles(cast(list[float], values))
     if function in ("min", "max"):
         if not values:
             return None
         pick = min if function == "min" else max
-        return _bson(pick(values))  # the first of equal values, as $min and $max keep it
+        return _bson(pick(values, key=_nan_first))  # the first of equal values, as $min and $max keep it
     if any(isinstance(v, decimal.Decimal) for v in values):
         with decimal.localcontext(_DECIMAL128):
             total = sum((_decimal(v) for v in values), decimal.Decimal(0))
@@ -404,6 +405,12 @@ def _fold(function: str, values: list[Value]) -> Any:
         if -_INT64 <= total < _INT64:
             return _integer(total, any(isinstance(v, Int64) for v in values))
     return _compensated_sum(values)
+
+
+def _nan_first(value: Value) -> tuple[bool, Value]:
+    if isinstance(value, decimal.Decimal) and value.is_nan():
+        return False, decimal.Decimal(0)  # a decimal NaN compares with nothing in Python
+    return value == value, value if value == value else 0.0
 
 
 def _compensated_sum(values: list[Value]) -> float:
@@ -470,19 +477,19 @@ def aggregation(expression: Expression) -> Any:
         single = {"$cond": [{"$eq": [_render(body, "$"), None]}, 0, 1]}
         array = f"${body.path}" if isinstance(body, Path) else f"${prefix}" if prefix else None
         return {"$cond": [{"$isArray": array}, {"$size": array}, single]} if array else single
-    single_fold = _render_fold(function, [_render(body, "$")])
+    single_fold = render_fold(function, [_render(body, "$")])
     if prefix is None:
         return single_fold
     objects = {
         "$filter": {"input": f"${prefix}", "as": _ELEMENT, "cond": {"$eq": [{"$type": f"$${_ELEMENT}"}, "object"]}}
     }
     each = {"$map": {"input": objects, "as": _ELEMENT, "in": _render(strip_prefix(body, prefix), f"$${_ELEMENT}.")}}
-    return {"$cond": [{"$isArray": f"${prefix}"}, _render_fold(function, each), single_fold]}
+    return {"$cond": [{"$isArray": f"${prefix}"}, render_fold(function, each), single_fold]}
 
 
-def _render_fold(function: str, values: Any) -> Any:
+def render_fold(function: str, values: Any) -> Any:
     """The fold of the array ``values`` (numbers and nulls); with a Decimal128 among them, every value is
-    converted by ``$toDecimal`` first, as :func:`_fold` converts them."""
+    converted by ``$toDecimal`` first, as :func:`fold` converts them."""
     operator = f"${function}"
     if function in ("min", "max"):
         return {operator: values}

@@ -578,3 +578,18 @@ def test_type_of_a_missing_field_is_missing_through_a_variable_too(mongo):
     through = {"$let": {"vars": {"d": "$x"}, "in": {"$type": "$$d.b"}}}
     [found] = mongo.db.kept.aggregate([{"$project": {"_id": 0, "path": {"$type": "$x.b"}, "variable": through}}])
     assert found == {"path": "missing", "variable": "missing"}
+
+
+@pytest.mark.diverges(
+    "secantusdb",
+    "aggregate [$project {e: {$filter: {input: [{a: 1}], as: 'r', cond: {$eq: ['$$r.b', null]}}}}]: [{a: 1}]",
+)
+def test_a_missing_field_is_not_null_to_eq(mongo):
+    """``$eq`` takes a missing field apart from null (pre_aggregation's counts: a related document without
+    the field does not match a condition on null), read from the document or from a variable."""
+    mongo.db.kept.insert_one({"_id": 1, "x": [{"a": 1}, {"a": 1, "b": None}]})
+    kept = {"$filter": {"input": "$x", "as": "r", "cond": {"$eq": ["$$r.b", None]}}}
+    [found] = mongo.db.kept.aggregate(
+        [{"$project": {"_id": 0, "path": {"$eq": ["$b", None]}, "kept": {"$size": kept}}}]
+    )
+    assert found == {"path": False, "kept": 1}

@@ -10,30 +10,13 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
-from bson import MaxKey, MinKey
-
-# BSON comparison order of type brackets (numbers compare together, as do strings and symbols).
-_ORDER = ["MinKey", "NoneType", "number", "str", "dict", "list", "bytes", "ObjectId", "bool", "datetime",
-          "Timestamp", "Regex", "MaxKey"]  # fmt: skip
-_NUMBERS = {"int", "float", "Int64", "Decimal128"}
-
-
-def sort_key(value: Any) -> tuple:
-    kind = type(value).__name__
-    if kind in _NUMBERS:
-        return (_ORDER.index("number"), float(str(value)) if kind == "Decimal128" else value)
-    if isinstance(value, MinKey):
-        return (0,)
-    if isinstance(value, MaxKey):
-        return (len(_ORDER),)
-    rank = _ORDER.index(kind) if kind in _ORDER else len(_ORDER) - 1
-    return (rank, value) if kind not in ("dict", "list", "NoneType", "bytes", "Regex") else (rank, repr(value))
+from mongopat.bson_order import bson_order
 
 
 def chunks_seen(values: list[Any], chunks: list[dict[str, Any]], field: str) -> dict[str, dict[str, int]]:
     """Per shard: chunks in all and chunks holding at least one of ``values``."""
     ordered = sorted(
-        ((sort_key(c["min"][field]), c) for c in chunks if field in c.get("min", {})), key=lambda item: item[0]
+        ((bson_order(c["min"][field]), c) for c in chunks if field in c.get("min", {})), key=lambda item: item[0]
     )
     starts = [key for key, _ in ordered]
     result: dict[str, dict[str, int]] = {}
@@ -41,7 +24,7 @@ def chunks_seen(values: list[Any], chunks: list[dict[str, Any]], field: str) -> 
         result.setdefault(chunk["shard"], {"chunks": 0, "chunks_seen": 0})["chunks"] += 1
     touched: set[int] = set()
     for value in values:
-        position = bisect_right(starts, sort_key(value)) - 1
+        position = bisect_right(starts, bson_order(value)) - 1
         if position >= 0:
             touched.add(position)
     for position in touched:

@@ -24,6 +24,7 @@ from typing import Any
 import bson
 from bson import ObjectId
 
+from mongopat.bson_order import bson_order
 from mongopat.timeseries.options import MAX_BUCKET_BYTES, MAX_MEASUREMENTS, TimeSeriesOptions
 
 Document = dict[str, Any]
@@ -45,40 +46,13 @@ def _meta_key(value: Any) -> bytes:
     return bson.encode({"m": normalised_meta(value)})
 
 
-# BSON's order of types, for control.min and control.max across types.
-_TYPE_RANK = [
-    (type(None), 1), (bool, 8), ((int, float, bson.Int64, bson.Decimal128), 2), (str, 3), (dict, 4), (list, 5),
-    ((bytes, bson.Binary), 6), (ObjectId, 7), (datetime.datetime, 9), (bson.Timestamp, 10), (bson.Regex, 11),
-]  # fmt: skip
-
-
-def _rank(value: Any) -> int:
-    for kind, rank in _TYPE_RANK:
-        if isinstance(value, kind):
-            return rank
-    return 12
-
-
-def _order(value: Any) -> tuple[int, Any]:
-    rank = _rank(value)
-    if rank == 2:
-        return rank, float(value.to_decimal()) if isinstance(value, bson.Decimal128) else value
-    if rank in (4, 5, 12):
-        return rank, bson.encode({"v": value})  # a stable order within the type; min/max of these are rare
-    if rank == 10:
-        return rank, (value.time, value.inc)
-    if rank == 11:
-        return rank, (value.pattern, value.flags)
-    return rank, value
-
-
 def _bound(current: Any, value: Any, lower: bool) -> Any:
     if isinstance(current, dict) and isinstance(value, dict):  # sub-documents: field by field, as the server
         merged = dict(current)
         for key, item in value.items():
             merged[key] = _bound(merged[key], item, lower) if key in merged else item
         return merged
-    a, b = _order(current), _order(value)
+    a, b = bson_order(current), bson_order(value)
     return (value if b < a else current) if lower else (value if b > a else current)
 
 

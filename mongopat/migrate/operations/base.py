@@ -24,6 +24,7 @@ from mongopat.migrate.transform_api import (
     ContextSource,
     Document,
     Result,
+    ServerDocuments,
     copy_document,
     get_path,
     has_path,
@@ -353,7 +354,7 @@ class DocumentOperation(StepOperation):
         alone."""
         return None
 
-    def server_range_values(self, step: Step, keys: list[Any], source: ContextSource) -> RangeValues:
+    def server_range_values(self, step: Step, keys: list[Any], source: ServerDocuments) -> RangeValues:
         """The ``let`` variables of a range whose documents hold ``keys`` (see :meth:`server_range_key`),
         read from ``source`` as :meth:`context` reads them, so the server transforms as Python does."""
         raise NotImplementedError

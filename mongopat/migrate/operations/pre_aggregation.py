@@ -7,11 +7,49 @@ from typing import TYPE_CHECKING, Any
 from mongopat.guide.placeholders import OMIT, param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
-from mongopat.migrate.operations.base import DICT, STR, AddsFields, Param, Step, StepError, StepType, local_values
-from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, get_path, hashable_key, heads
+from mongopat.migrate.operations.aggregates import (
+    aggregate_rows,
+    aggregates_of,
+    empty_aggregates,
+    fields_read,
+    server_aggregates,
+    server_computes_alike,
+)
+from mongopat.migrate.operations.base import (
+    DICT,
+    STR,
+    AddsFields,
+    Param,
+    RangeValues,
+    Step,
+    StepError,
+    StepType,
+    local_values,
+)
+from mongopat.migrate.operations.server_order import nan_double
+from mongopat.migrate.transform_api import (
+    Context,
+    ContextSource,
+    Document,
+    Result,
+    ServerDocuments,
+    get_path,
+    hashable_key,
+    heads,
+)
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
+
+# Inside the server a document's key is looked up in a table of the range's aggregates (``let`` variables,
+# MongoDB 5.0) by ``$indexOfArray``, and the related documents are grouped by ``$group``: their equality is
+# Python's dict lookup (numbers equal across int, long and double) for these BSON types only. A document
+# whose key is of another type (a boolean, NaN, Decimal128, null, a document, an array) is declined to the
+# client side; a related document whose key is of another type is never among a taken key's (Python keys
+# it apart, or it is NaN).
+KEY_TYPES = ["string", "objectId", "int", "long", "double", "date"]
+KEYS, AGGREGATES = "mongopat_keys", "mongopat_aggregates"
+_RELATED = "__mongopat_related"
 
 
 class Operation(AddsFields):
@@ -67,7 +105,7 @@ class Operation(AddsFields):
         difference it makes, the others recomputed over the related documents left."""
         p = step.params
         source, into, foreign = p["from"], p["into"], p["foreign"]
-        fields = [] if delete else list(dict.fromkeys(f for spec in p["compute"].values() for f in _fields_read(spec)))
+        fields = [] if delete else list(dict.fromkeys(f for spec in p["compute"].values() for f in fields_read(spec)))
         if delete:
             before = [command(source, "deleteOne", filter={"_id": param("_id")})]
         else:
@@ -87,10 +125,10 @@ class Operation(AddsFields):
             new = None if delete else {**old, **{name: _other(old.get(name), p["compute"]) for name in fields}}
             values = {"_id": old["_id"], **{name: new[name] for name in fields}} if new else {"_id": old["_id"]}
             rows = [row for row in sample.after[source].find({foreign: key}) if row["_id"] != old["_id"]]
-            fresh = aggregate_in_python([*rows, *([new] if new else [])], step)
+            fresh = aggregate_rows([*rows, *([new] if new else [])], foreign, p["compute"])
             empty = empty_aggregates(p["compute"])
-            previous = aggregate_in_python([old], step).get(hashable_key(key), empty)
-            current = aggregate_in_python([new], step).get(hashable_key(key), empty) if new else empty
+            previous = aggregate_rows([old], foreign, p["compute"]).get(hashable_key(key), empty)
+            current = aggregate_rows([new], foreign, p["compute"]).get(hashable_key(key), empty) if new else empty
             after_values: dict[str, Any] = {**values, foreign: key}
             for name, spec in p["compute"].items():
                 if next(iter(spec)) in ("sum", "count"):
@@ -158,10 +196,10 @@ class Operation(AddsFields):
             for name, spec in p["compute"].items():
                 op, argument = next(iter(spec.items()))
                 if op == "count":
-                    values[name] = int(argument is True or all(document.get(k) == v for k, v in argument.items()))
+                    values[name] = aggregates_of([document], {name: spec})[name]
                 elif op == "avg":
                     rows = [*sample.after[source].find({p["foreign"]: key}), document]
-                    values[name] = aggregate_in_python(rows, step)[hashable_key(key)][name]
+                    values[name] = aggregate_rows(rows, p["foreign"], p["compute"])[hashable_key(key)][name]
                 else:
                     value = get_path(document, argument)
                     values[name] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else OMIT
@@ -201,9 +239,9 @@ class Operation(AddsFields):
         """The aggregates of each document's rows, computed here from the rows (projected to the fields
         the aggregates read) on every backend: one arithmetic, the guide's too."""
         p = step.params
-        fields = list(dict.fromkeys(f for spec in p["compute"].values() for f in _fields_read(spec)))
+        fields = list(dict.fromkeys(f for spec in p["compute"].values() for f in fields_read(spec)))
         rows = source.documents(p["from"], p["foreign"], local_values(documents, p["local"]), fields)
-        return Context(aggregates=aggregate_in_python(rows, step))
+        return Context(aggregates=aggregate_rows(rows, p["foreign"], p["compute"]))
 
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads(step.params["local"], step.params["into"])
@@ -213,6 +251,70 @@ class Operation(AddsFields):
         results = ctx.aggregates.get(hashable_key(key))
         doc[step.params["into"]] = dict(results) if results is not None else empty_aggregates(step.params["compute"])
         return Result(doc)
+
+    # -- inside the server: a range's aggregates computed by the server, sent back as a table --------
+
+    def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        p = step.params
+        if "." in p["local"] or "." in p["into"] or not server_computes_alike(p["compute"]):
+            return None  # a path through arrays reads otherwise in an expression: Python's
+        found = {"$indexOfArray": [f"$${KEYS}", f"${p['local']}"]}
+        empty = {"$literal": empty_aggregates(p["compute"])}
+        stored = {"$cond": [{"$gte": ["$$at", 0]}, {"$arrayElemAt": [f"$${AGGREGATES}", "$$at"]}, empty]}
+        return [{"$set": {p["into"]: {"$let": {"vars": {"at": found}, "in": stored}}}}]
+
+    def server_settle_stages(self, step: Step) -> list[dict[str, Any]] | None:
+        """The aggregates computed inside the server from the related documents as they are by then
+        (``$lookup``, in ``_id`` order)."""
+        p = step.params
+        if self.server_stages(step) is None:
+            return None
+        lookup = {"from": p["from"], "localField": p["local"], "foreignField": p["foreign"]}
+        pipeline = [*self._related_rows(step), {"$project": self._projection(step)}]
+        return [
+            {"$lookup": {**lookup, "pipeline": pipeline, "as": _RELATED}},
+            {"$set": {p["into"]: server_aggregates(p["compute"], f"${_RELATED}")}},
+            {"$unset": _RELATED},
+        ]
+
+    def server_declines(self, step: Step) -> Any:
+        local = f"${step.params['local']}"
+        kind = {"$type": local}
+        return {"$or": [{"$not": [{"$in": [kind, KEY_TYPES]}]}, nan_double(local, kind)]}
+
+    def server_range_key(self, step: Step) -> str | None:
+        return f"${step.params['local']}"
+
+    def server_range_values(self, step: Step, keys: list[Any], source: ServerDocuments) -> RangeValues:
+        """The aggregates of ``keys``, computed by the server as :func:`server_aggregates` computes them
+        (the related documents of a key grouped in ``_id`` order): one small document a key travels."""
+        p = step.params
+        projection = {**self._projection(step), "_id": 0}
+        pipeline = [
+            {"$match": {p["foreign"]: {"$in": keys}}},
+            *self._related_rows(step),
+            {"$project": projection},
+            {"$group": {"_id": f"${p['foreign']}", "rows": {"$push": "$$ROOT"}}},
+            {"$project": {"_id": 1, "a": server_aggregates(p["compute"], "$rows")}},
+        ]
+        found = list(source.aggregate(p["from"], pipeline)) if keys else []
+        variables = {
+            KEYS: {"$literal": [group["_id"] for group in found]},
+            AGGREGATES: {"$literal": [group["a"] for group in found]},
+        }
+        return RangeValues(variables, True)
+
+    def _related_rows(self, step: Step) -> list[dict[str, Any]]:
+        """The related documents a taken key can have (see KEY_TYPES), in ``_id`` order."""
+        typed = {"$expr": {"$in": [{"$type": f"${step.params['foreign']}"}, KEY_TYPES]}}
+        return [{"$match": typed}, {"$sort": {"_id": 1}}]
+
+    def _projection(self, step: Step) -> dict[str, int]:
+        p = step.params
+        read = (name for spec in p["compute"].values() for name in fields_read(spec))
+        names = list(dict.fromkeys([p["foreign"], *read]))
+        # A field inside another one read is read with it (both would be a path collision).
+        return {name: 1 for name in names if not any(name.startswith(other + ".") for other in names)}
 
     def check(self, params: dict[str, Any]) -> None:
         for output, spec in params["compute"].items():
@@ -231,17 +333,6 @@ class Operation(AddsFields):
         return [step.params["into"]]
 
 
-def empty_aggregates(compute: dict[str, dict[str, Any]]) -> Document:
-    return {name: 0 if next(iter(spec)) in ("sum", "count") else None for name, spec in compute.items()}
-
-
-def _fields_read(spec: dict[str, Any]) -> list[str]:
-    op, argument = next(iter(spec.items()))
-    if op == "count":
-        return list(argument) if isinstance(argument, dict) else []
-    return [argument]
-
-
 def _other(value: Any, compute: dict[str, dict[str, Any]]) -> Any:
     """Another value for a field the aggregates read: a number moves, a counted condition flips."""
     for spec in compute.values():
@@ -253,33 +344,3 @@ def _other(value: Any, compute: dict[str, dict[str, Any]]) -> Any:
             if isinstance(value, type(wanted)):
                 return wanted
     return changed(value)
-
-
-def aggregate_in_python(rows: Any, step: Step) -> dict[Any, Document]:
-    """Per foreign key, the aggregates a pre_aggregation step computes, from rows read one by one."""
-    results: dict[Any, Document] = {}
-    counts: dict[Any, dict[str, int]] = {}
-    for row in rows:
-        key = hashable_key(get_path(row, step.params["foreign"]))
-        target = results.setdefault(key, empty_aggregates(step.params["compute"]))
-        seen = counts.setdefault(key, {})
-        for output, spec in step.params["compute"].items():
-            op, argument = next(iter(spec.items()))
-            if op == "count":
-                if argument is True or all(row.get(k) == v for k, v in argument.items()):
-                    target[output] += 1
-                continue
-            value = get_path(row, argument)
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                continue
-            if op == "sum":
-                target[output] += value
-            elif op == "avg":
-                seen[output] = seen.get(output, 0) + 1
-                previous = target[output] or 0
-                target[output] = previous + (value - previous) / seen[output]
-            elif op == "min":
-                target[output] = value if target[output] is None else min(target[output], value)
-            elif op == "max":
-                target[output] = value if target[output] is None else max(target[output], value)
-    return results
