@@ -580,6 +580,7 @@ def test_type_of_a_missing_field_is_missing_through_a_variable_too(mongo):
     assert found == {"path": "missing", "variable": "missing"}
 
 
+@pytest.mark.diverges("mongomock", "aggregate [$project {f: {$filter: {input: '$x', ...}}}]: no field f")
 @pytest.mark.diverges(
     "secantusdb",
     "aggregate [$project {e: {$filter: {input: [{a: 1}], as: 'r', cond: {$eq: ['$$r.b', null]}}}}]: [{a: 1}]",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import random
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -55,7 +56,7 @@ STEPS: dict[str, dict[str, Any]] = {
     "attribute": {"fields": ["price", "fee", "legacy", "lines"], "into": "attrs"},
     "attribute_into_existing": {"fields": ["fee", "qty"], "into": "note"},
     "map_to_array": {"field": "meta", "layout": "pair", "key_field": "name", "value_field": "value"},
-    "map_to_array_nested": {"field": "note.deep", "layout": "pair"},
+    "map_to_array_nested": {"field": "meta.b", "layout": "pair"},
     "polymorphic_nested": {"type_field": "kind", "rules": [{"when_has": "meta.b", "type": "b"}], "default": None},
     # lines is a list, a sub-document or missing; an element is a document or a number.
     "subset": {"field": "lines", "keep": 2, "full_collection": "items_full"},
@@ -81,6 +82,12 @@ STEPS: dict[str, dict[str, Any]] = {
         "foreign": "code",
         "fields": ["name", "missing"],
         "as": "ownedBy",
+    },
+    "extended_reference_nested": {
+        "from": "owners",
+        "local": "meta.b",
+        "fields": ["name", "tier"],
+        "as": "note.owner",
     },
     # parent is an earlier node (an int, a long or a double), one that does not exist, a boolean, a date,
     # null or missing: chains through a double or to a date are the client side's.
@@ -111,6 +118,15 @@ STEPS: dict[str, dict[str, Any]] = {
         "compute": {"n": {"count": True}, "tiers": {"sum": "tier"}, "top": {"max": "tier"}},
         "into": "stats",
     },
+    # A nested key (meta.b: a number, a document, or under an array or a number) and nested aggregates
+    # (note: a string, null or a document, so that its prefix is replaced or kept).
+    "pre_aggregation_nested_key": {
+        "from": "items",
+        "local": "meta.b",
+        "foreign": "owner",
+        "compute": {"n": {"count": True}, "t": {"sum": "price"}},
+        "into": "note.stats",
+    },
     # A missing note is not null.
     "pre_aggregation_null": {
         "from": "items",
@@ -140,7 +156,8 @@ STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_f
              "map_to_array_nested": "map_to_array", "subset_sorted": "subset", "subset_sorted_mixed": "subset", "subset_sorted_nested": "subset",
              "extended_reference_code": "extended_reference", "tree_named": "tree",
              "pre_aggregation_nested": "pre_aggregation", "pre_aggregation_null": "pre_aggregation",
-             "pre_aggregation_owners": "pre_aggregation", **{f"computed_{c}": "computed" for c in
+             "pre_aggregation_owners": "pre_aggregation", "pre_aggregation_nested_key": "pre_aggregation",
+             "extended_reference_nested": "extended_reference", **{f"computed_{c}": "computed" for c in
              ("arithmetic", "average", "maximum", "minimum", "count", "count_values", "nested")}}  # fmt: skip
 # Numbers of every BSON type and the values that are none: what computed's arithmetic meets in real data.
 NUMBERS = [3, 2.5, 0.1, 0.2, 0.3, -0.0, bson.Int64(7), bson.Int64(2**62), 2**31 - 1, 1e308,
@@ -270,7 +287,7 @@ def test_the_server_writes_the_bytes_the_client_side_transform_writes(mongo, tmp
         Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).up()
         assert step_state(server_db)["in_server"] is True
         assert step_state(client_db)["client_side"] == "--client-side"
-        assert raw_documents(server_db, "items") == raw_documents(client_db, "items")
+        assert raw_documents(server_db, "items") == raw_documents(client_db, "items") != before
         assert step_state(server_db)["stats"].get("conflicts", 0) == 0  # nothing raced: every original kept
         created = [name for name in client_db.list_collection_names() if name.startswith("items_")]
         for name in created:  # side documents (the first revisions), byte for byte too
@@ -289,7 +306,7 @@ NAN_LEFT_TO_THE_CLIENT_SIDE = dict.fromkeys(
         "subset_sorted_mixed",
         "tree",
         "tree_named",
-        *(f"pre_aggregation{case}" for case in ("", "_nested", "_null", "_owners")),
+        *(f"pre_aggregation{case}" for case in ("", "_nested", "_null", "_owners", "_nested_key")),
     ],  # fmt: skip
     NAN_IN_DOCUMENTS,
 )
@@ -670,11 +687,17 @@ def test_a_document_deleted_after_its_rewrite_leaves_no_side_document(mongo, tmp
 @pytest.mark.parametrize(
     ("spec", "why"),
     [
-        ({"step": "map_to_array", "field": "absent", "layout": "merge"}, "needs Python"),
         (
-            {"step": "extended_reference", "from": "owners", "local": "meta.b", "fields": ["name"], "as": "o"},
+            {
+                "step": "pre_aggregation",
+                "from": "owners",
+                "foreign": "code",
+                "compute": {"n": {"count": {"a.b": 1}}},
+                "into": "stats",
+            },
             "needs Python",
         ),
+        ({"step": "tree", "parent_field": "meta.b"}, "needs Python"),
         ({"step": "set_field", "field": "flag", "value": 1, "mixed_ids": True}, "several BSON types"),
     ],
 )
@@ -690,6 +713,85 @@ def test_steps_the_server_cannot_compute_run_on_the_client_side(mongo, tmp_path,
     Runner(db, load_folder(folder), RunOptions(batch_size=4)).up()
     state = step_state(db)
     assert state["in_server"] is False and why in state["client_side"]
+
+
+# Maps of rooms keyed by their number, as layout merge takes them: documents, one already holding its key
+# (key_in_value), an empty one; a field that is no map, or missing, or an array (not pending).
+def rooms(count: int, key_in_value: bool) -> list[dict[str, Any]]:
+    rng = random.Random(5)
+    found: list[dict[str, Any]] = []
+    for i in range(count):
+        doc: dict[str, Any] = {"_id": i, "floor": i % 3}
+        shape = rng.random()
+        if shape < 0.7:
+            numbers = rng.sample(["101", "102", "201", "a.b", "$x", "é"], rng.randrange(4))
+            doc["rooms"] = {n: {**({"k": n} if key_in_value else {}), "beds": rng.choice([1, 2.0, None]),
+                                **({"view": {"sea": True}} if rng.random() < 0.3 else {})} for n in numbers}  # fmt: skip
+        elif shape < 0.8:
+            doc["rooms"] = rng.choice(["none", [{"k": "1"}], 7])
+        found.append(doc)
+    return found
+
+
+MERGE_CASES = {
+    "merge": {"field": "rooms", "layout": "merge"},
+    "key_in_value": {"field": "rooms", "layout": "merge", "key_in_value": True},
+    "nested": {"field": "home.rooms", "layout": "merge", "key_field": "number"},
+}
+
+
+def map_migration(tmp_path: Any, params: dict[str, Any]) -> Any:
+    folder = tmp_path / "map"
+    folder.mkdir(exist_ok=True)
+    spec = {"step": "map_to_array", "collection": "items", **params}
+    (folder / "0001_step.yaml").write_text(render("0001_step", "map_to_array", [spec], "test"))
+    return folder
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", sorted(MERGE_CASES))
+def test_map_to_array_merge_writes_the_bytes_the_client_side_writes(mongo, tmp_path, case):
+    client_db, db = mongo.client[mongo.db_name + "_c"], mongo.db
+    params = MERGE_CASES[case]
+    documents_ = rooms(60, params.get("key_in_value", False))
+    if case == "nested":
+        documents_ = [{"_id": d.pop("_id"), "home": d if i % 5 else 3} for i, d in enumerate(documents_)]
+    try:
+        for target in (client_db, db):
+            target.items.insert_many(documents_)
+        before = raw_documents(db, "items")
+        folder = map_migration(tmp_path, params)
+        Runner(client_db, load_folder(folder), RunOptions(batch_size=7, client_side=True)).up()
+        Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
+        assert step_state(db)["in_server"] is True
+        assert raw_documents(db, "items") == raw_documents(client_db, "items") != before
+        assert db.mongopat_backup.count_documents({"run": {"$exists": False}}) == 0  # all the server's
+        Runner(db, load_folder(folder), RunOptions(batch_size=7)).down("base")
+        assert raw_documents(db, "items") == before
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_c")
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize(
+    ("params", "refused", "error"),
+    [
+        (MERGE_CASES["merge"], {"101": {"beds": 1}, "102": 5}, "rooms.102 of document 99 is not a document"),
+        (MERGE_CASES["merge"], {"101": {"k": "101"}}, "rooms.101 of document 99 already has a field 'k'"),
+        (MERGE_CASES["key_in_value"], {"101": {"k": "102"}}, "rooms.101.k of document 99 is '102', not its key"),
+        (MERGE_CASES["key_in_value"], {"101": {"beds": 1}}, "rooms.101.k of document 99 is None, not its key"),
+    ],
+)
+def test_a_map_merge_refuses_is_left_to_the_client_side_which_stops_the_run(mongo, tmp_path, params, refused, error):
+    """A value layout merge cannot take stops the run with the client side's error (a server cannot raise
+    it), after the server has migrated every other document."""
+    db = mongo.db
+    db.items.insert_many([*rooms(20, params.get("key_in_value", False)), {"_id": 99, "rooms": refused}])
+    with pytest.raises(OperationFailed, match=re.escape(error)):
+        Runner(db, load_folder(map_migration(tmp_path, params)), RunOptions(batch_size=6)).up()
+    assert step_state(db)["in_server"] is True
+    assert db.items.count_documents({"rooms": {"$type": "object", "$not": {"$type": "array"}}}) == 1
+    assert isinstance(db.items.find_one({"_id": 99})["rooms"], dict)
 
 
 def test_the_embedded_engine_takes_every_step_on_the_client_side(mongo, tmp_path):

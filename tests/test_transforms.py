@@ -105,6 +105,60 @@ def test_extended_reference_and_pre_aggregation():
     assert run({"_id": 2}, "pre_aggregation", ctx, **agg).document["stats"] == {"total": 0, "open": 0}
 
 
+@pytest.mark.parametrize(
+    ("name", "params", "ctx", "written"),
+    [
+        (
+            "extended_reference",
+            {"from": "companies", "local": "ref.company", "fields": ["name"], "as": "copy.company"},
+            Context(references={7: {"name": "Acme"}}),
+            {"copy": {"company": {"name": "Acme"}}},
+        ),
+        (
+            "pre_aggregation",
+            {
+                "from": "deals",
+                "local": "ref.company",
+                "foreign": "accountId",
+                "compute": {"n": {"count": True}},
+                "into": "copy.stats",
+            },
+            Context(aggregates={7: {"n": 3}}),
+            {"copy": {"stats": {"n": 3}}},
+        ),
+        (
+            "tree",
+            {"parent_field": "ref.up", "ancestors_field": "copy.ancestors", "path_field": "copy.path"},
+            Context(parents={1: 0, 0: None}),
+            {"copy": {"ancestors": [0], "path": "/0/1/"}},
+        ),
+    ],
+)
+def test_a_nested_field_is_written_nested_and_the_document_is_migrated(name, params, ctx, written):
+    """A dotted ``as``, ``into`` or tree field is a nested field, as the step's pending query reads it (it
+    was written as a top-level field named with a dot, and the document stayed pending)."""
+    from mongopat.migrate.operations import OPERATIONS
+
+    doc = {"_id": 1, "ref": {"company": 7, "up": 0}, "copy": "replaced"}
+    result = run(doc, name, ctx, **params).document
+    assert result == {"_id": 1, "ref": doc["ref"], **written}
+    assert not OPERATIONS[name].is_pending(result, step(name, **params))
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("outlier", {"field": "a.items", "threshold": 3, "overflow_collection": "o"}),
+        ("outlier", {"field": "items", "threshold": 3, "overflow_collection": "o", "flag_field": "a.big"}),
+        ("attribute", {"fields": ["a.b", "c"]}),
+        ("attribute", {"fields": ["c"], "into": "a.pairs"}),
+    ],
+)
+def test_steps_of_top_level_fields_refuse_a_nested_one(name, params):
+    with pytest.raises(StepError, match="names top-level fields only"):
+        step(name, **params)
+
+
 def test_document_versioning_writes_the_first_revision():
     result = run({"_id": 9, "title": "t"}, "document_versioning", history_collection="pages_history")
     assert result.document == {"_id": 9, "title": "t", "revision": 1}

@@ -15,6 +15,7 @@ from mongopat.migrate.operations.base import (
     Param,
     Step,
     StepType,
+    check_top_level,
     has_field,
     top_level,
 )
@@ -140,6 +141,9 @@ class Operation(DocumentOperation):
             "during": [f"`{step.collection}`: documents of both shapes until `migrate up` has finished"],
             "after": [f"`{step.collection}`: read and write the attributes in `{p['into']}` only"],
         }
+
+    def check(self, params: dict[str, Any]) -> None:
+        check_top_level("attribute", params, "fields", "into")
 
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads(*step.params["fields"], step.params["into"])

@@ -348,10 +348,10 @@ class DocumentOperation(StepOperation):
         inverse rather than its original."""
         return self.server_stages(step)
 
-    def server_range_key(self, step: Step) -> str | None:
-        """The field path (``$field``) whose distinct values among a range's documents decide what
-        :meth:`server_range_values` reads for that range, or None when the stages read the document
-        alone."""
+    def server_range_key(self, step: Step) -> Any:
+        """The expression (a ``$field`` path, or ``server_paths.value_at`` of a nested one) whose distinct
+        values among a range's documents decide what :meth:`server_range_values` reads for that range, or
+        None when the stages read the document alone."""
         return None
 
     def server_range_values(self, step: Step, keys: list[Any], source: ServerDocuments) -> RangeValues:
@@ -428,6 +428,15 @@ def top_level(*names: str) -> bool:
     """Whether every name is a top-level field that a server's field path reads as Python does: through an
     array, ``$a.b`` is every element's ``b``, where the Python transforms see no ``a.b``."""
     return all(name and "." not in name and not name.startswith("$") for name in names)
+
+
+def check_top_level(step: str, params: dict[str, Any], *names: str) -> None:
+    """Refuse a parameter naming a nested field where the step reads and writes top-level fields only."""
+    for name in names:
+        values = params[name] if isinstance(params[name], list) else [params[name]]
+        for value in values:
+            if isinstance(value, str) and "." in value:
+                raise StepError(f"{step}: {name} names top-level fields only, got {value!r}")
 
 
 def has_field(name: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from mongopat.migrate.operations.base import (
     local_values,
 )
 from mongopat.migrate.operations.server_order import nan_double
+from mongopat.migrate.operations.server_paths import holds, plain, set_stages, value_at
 from mongopat.migrate.transform_api import (
     Context,
     ContextSource,
@@ -31,6 +32,7 @@ from mongopat.migrate.transform_api import (
     has_path,
     hashable_key,
     heads,
+    set_path,
 )
 
 if TYPE_CHECKING:
@@ -149,7 +151,8 @@ class Operation(AddsFields):
         key = get_path(doc, step.params["local"])
         referenced = ctx.references.get(hashable_key(key))
         if referenced is not None:
-            doc[step.params["as"]] = {name: referenced[name] for name in step.params["fields"] if name in referenced}
+            copy = {name: referenced[name] for name in step.params["fields"] if name in referenced}
+            set_path(doc, step.params["as"], copy)
         return Result(doc)
 
     def written_fields(self, step: Step) -> set[str]:
@@ -171,11 +174,20 @@ class Operation(AddsFields):
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         p = step.params
-        if "." in p["local"] or "." in p["as"] or any(name.startswith("$") for name in p["fields"]):
-            return None  # a path through arrays reads otherwise in an expression: Python's
-        found = {"$indexOfArray": [f"$${KEYS}", f"${p['local']}"]}
+        if not plain(p["local"], p["as"]) or any(name.startswith("$") for name in p["fields"]):
+            return None
+        # A nested reference is read as get_path reads it (never through an array), the copy set as
+        # set_path sets it; only documents with a copy are rewritten (RangeValues.takes), so $$REMOVE is
+        # never set.
+        found = {"$indexOfArray": [f"$${KEYS}", value_at(p["local"])]}
         copy = {"$cond": [{"$gte": ["$$at", 0]}, {"$arrayElemAt": [f"$${COPIES}", "$$at"]}, "$$REMOVE"]}
-        return [{"$set": {p["as"]: {"$let": {"vars": {"at": found}, "in": copy}}}}]
+        return set_stages(p["as"], {"$let": {"vars": {"at": found}, "in": copy}})
+
+    def server_pending(self, step: Step) -> Any:
+        p = step.params
+        if "." not in p["local"] + p["as"]:
+            return None
+        return {"$and": [{"$not": [holds(p["as"])]}, holds(p["local"])]}
 
     def server_settle_stages(self, step: Step) -> list[dict[str, Any]] | None:
         """The copy read inside the server: ``$lookup`` of the referenced collection, kept where the
@@ -184,7 +196,7 @@ class Operation(AddsFields):
         p = step.params
         if self.server_stages(step) is None:
             return None
-        found, local = "__mongopat_referenced", f"${p['local']}"
+        found, local = "__mongopat_referenced", value_at(p["local"])
         matching = {"$filter": {"input": f"${found}", "cond": {"$eq": [f"$$this.{p['foreign']}", local]}}}
         # The fields read as field paths of the document (where a missing one is "missing" to $type on
         # every server), not of a $let variable (test_conformance.py: SecantusDB says "null" there).
@@ -197,17 +209,17 @@ class Operation(AddsFields):
         return [
             {"$lookup": {"from": p["from"], "localField": p["local"], "foreignField": p["foreign"], "as": found}},
             {"$set": {found: {"$ifNull": [{"$arrayElemAt": [matching, -1]}, None]}}},
-            {"$set": {p["as"]: copy}},
+            *set_stages(p["as"], copy),
             {"$unset": found},
         ]
 
     def server_declines(self, step: Step) -> Any:
-        local = f"${step.params['local']}"
+        local = value_at(step.params["local"])
         kind = {"$type": local}
         return {"$or": [{"$not": [{"$in": [kind, [*TAKEN_TYPES, "double"]]}]}, nan_double(local, kind)]}
 
-    def server_range_key(self, step: Step) -> str | None:
-        return f"${step.params['local']}"
+    def server_range_key(self, step: Step) -> Any:
+        return value_at(step.params["local"])
 
     def server_range_values(self, step: Step, keys: list[Any], source: ContextSource) -> RangeValues:
         """The referenced documents of ``keys``, read and keyed as :meth:`context` does (a later document
@@ -223,7 +235,7 @@ class Operation(AddsFields):
             KEYS: {"$literal": [key for key, _copy in table.values()]},
             COPIES: {"$literal": [copy for _key, copy in table.values()]},
         }
-        return RangeValues(variables, {"$in": [f"${p['local']}", f"$${KEYS}"]})
+        return RangeValues(variables, {"$in": [value_at(p["local"]), f"$${KEYS}"]})
 
 
 def _compared_alike(value: Any) -> bool:

@@ -106,15 +106,43 @@ class Operation(DocumentOperation):
             raise StepError("map_to_array: key_field and value_field must differ")
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
-        """Layout ``pair`` only: ``merge`` refuses values that are not documents, or hold the key field,
-        with an error a server cannot raise (MongoDB 5.0 has no such operator), so it stays in Python."""
+        """Each pair of ``$objectToArray`` (stored order, as Python's ``items()``) made an element: ``{k, v}``
+        for layout ``pair``; for ``merge`` the key put first into the value (``$mergeObjects``), or the
+        value itself with ``key_in_value``. A map :meth:`transform` refuses is declined
+        (:meth:`server_declines`): the client side's pass stops the run with its error, which a server
+        cannot raise."""
         p = step.params
         keys = (p["key_field"], p["value_field"])
-        if p["layout"] != "pair" or not plain(p["field"]) or not all(top_level(name) for name in keys):
+        if not plain(p["field"]) or not all(top_level(name) for name in keys):
             return None
-        pairs = {"$map": {"input": {"$objectToArray": value_at(p["field"])},
-                          "in": {keys[0]: "$$this.k", keys[1]: "$$this.v"}}}  # fmt: skip
-        return set_stages(p["field"], pairs)
+        if p["layout"] == "pair":
+            element: Any = {keys[0]: "$$this.k", keys[1]: "$$this.v"}
+        elif p["key_in_value"]:
+            element = "$$this.v"
+        else:
+            element = {"$mergeObjects": [{keys[0]: "$$this.k"}, "$$this.v"]}
+        elements = {"$map": {"input": {"$objectToArray": value_at(p["field"])}, "in": element}}
+        return set_stages(p["field"], elements)
+
+    def server_declines(self, step: Step) -> Any:
+        """A map with a value :meth:`transform` refuses in layout ``merge``: one that is no document, or
+        holds ``key_field`` (with ``key_in_value``: does not hold the key there). The field names are read
+        with ``$objectToArray``, where a missing field is absent on every server."""
+        p = step.params
+        if p["layout"] == "pair":
+            return None
+        key_field = p["key_field"]
+        names = {"$map": {"input": {"$objectToArray": "$$this.v"}, "as": "f", "in": "$$f.k"}}
+        if p["key_in_value"]:
+            refused: Any = {
+                "$or": [{"$not": [{"$in": [key_field, names]}]}, {"$ne": [f"$$this.v.{key_field}", "$$this.k"]}]
+            }
+        else:
+            refused = {"$in": [key_field, names]}
+        no_document = {"$ne": [{"$type": "$$this.v"}, "object"]}
+        each = {"$map": {"input": {"$objectToArray": value_at(p["field"])},
+                         "in": {"$cond": [no_document, True, refused]}}}  # fmt: skip
+        return {"$cond": [{"$eq": [{"$type": value_at(p["field"])}, "object"]}, {"$anyElementTrue": [each]}, False]}
 
     def server_pending(self, step: Step) -> Any:
         field = step.params["field"]

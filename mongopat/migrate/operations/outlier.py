@@ -17,6 +17,7 @@ from mongopat.migrate.operations.base import (
     Step,
     StepType,
     WrittenFiles,
+    check_top_level,
     has_field,
     restore_field,
     top_level,
@@ -174,6 +175,9 @@ class Operation(DocumentOperation):
     changes_only_the_top_level = True
 
     only_copies_the_id = True
+
+    def check(self, params: dict[str, Any]) -> None:
+        check_top_level("outlier", params, "field", "flag_field")
 
     def read_fields(self, step: Step) -> frozenset[str] | None:
         return heads("_id", step.params["field"], step.params["flag_field"])

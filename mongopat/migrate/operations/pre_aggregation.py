@@ -27,6 +27,7 @@ from mongopat.migrate.operations.base import (
     local_values,
 )
 from mongopat.migrate.operations.server_order import nan_double
+from mongopat.migrate.operations.server_paths import plain, set_stages, value_at
 from mongopat.migrate.transform_api import (
     Context,
     ContextSource,
@@ -36,6 +37,7 @@ from mongopat.migrate.transform_api import (
     get_path,
     hashable_key,
     heads,
+    set_path,
 )
 
 if TYPE_CHECKING:
@@ -249,19 +251,22 @@ class Operation(AddsFields):
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         key = get_path(doc, step.params["local"])
         results = ctx.aggregates.get(hashable_key(key))
-        doc[step.params["into"]] = dict(results) if results is not None else empty_aggregates(step.params["compute"])
+        stored = dict(results) if results is not None else empty_aggregates(step.params["compute"])
+        set_path(doc, step.params["into"], stored)
         return Result(doc)
 
     # -- inside the server: a range's aggregates computed by the server, sent back as a table --------
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         p = step.params
-        if "." in p["local"] or "." in p["into"] or not server_computes_alike(p["compute"]):
-            return None  # a path through arrays reads otherwise in an expression: Python's
-        found = {"$indexOfArray": [f"$${KEYS}", f"${p['local']}"]}
+        if not plain(p["local"], p["into"]) or not server_computes_alike(p["compute"]):
+            return None
+        # A nested key is read as get_path reads it (never through an array), the aggregates set as
+        # set_path sets them.
+        found = {"$indexOfArray": [f"$${KEYS}", value_at(p["local"])]}
         empty = {"$literal": empty_aggregates(p["compute"])}
         stored = {"$cond": [{"$gte": ["$$at", 0]}, {"$arrayElemAt": [f"$${AGGREGATES}", "$$at"]}, empty]}
-        return [{"$set": {p["into"]: {"$let": {"vars": {"at": found}, "in": stored}}}}]
+        return set_stages(p["into"], {"$let": {"vars": {"at": found}, "in": stored}})
 
     def server_settle_stages(self, step: Step) -> list[dict[str, Any]] | None:
         """The aggregates computed inside the server from the related documents as they are by then
@@ -273,17 +278,17 @@ class Operation(AddsFields):
         pipeline = [*self._related_rows(step), {"$project": self._projection(step)}]
         return [
             {"$lookup": {**lookup, "pipeline": pipeline, "as": _RELATED}},
-            {"$set": {p["into"]: server_aggregates(p["compute"], f"${_RELATED}")}},
+            *set_stages(p["into"], server_aggregates(p["compute"], f"${_RELATED}")),
             {"$unset": _RELATED},
         ]
 
     def server_declines(self, step: Step) -> Any:
-        local = f"${step.params['local']}"
+        local = value_at(step.params["local"])
         kind = {"$type": local}
         return {"$or": [{"$not": [{"$in": [kind, KEY_TYPES]}]}, nan_double(local, kind)]}
 
-    def server_range_key(self, step: Step) -> str | None:
-        return f"${step.params['local']}"
+    def server_range_key(self, step: Step) -> Any:
+        return value_at(step.params["local"])
 
     def server_range_values(self, step: Step, keys: list[Any], source: ServerDocuments) -> RangeValues:
         """The aggregates of ``keys``, computed by the server as :func:`server_aggregates` computes them

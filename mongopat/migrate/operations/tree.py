@@ -10,7 +10,16 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, RangeValues, Step, StepType
-from mongopat.migrate.transform_api import Context, ContextSource, Document, Result, hashable_key, heads
+from mongopat.migrate.transform_api import (
+    Context,
+    ContextSource,
+    Document,
+    Result,
+    get_path,
+    hashable_key,
+    heads,
+    set_path,
+)
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -175,8 +184,8 @@ class Operation(AddsFields):
         stored yet (the guide's) has its place too."""
         field = step.params["parent_field"]
         stored = source.documents(step.collection, None, None, [field])
-        parents = {hashable_key(d.get("_id")): d.get(field) for d in stored}
-        parents.update((hashable_key(d.get("_id")), d.get(field)) for d in documents or [])
+        parents = {hashable_key(d.get("_id")): get_path(d, field) for d in stored}
+        parents.update((hashable_key(d.get("_id")), get_path(d, field)) for d in documents or [])
         return Context(parents=parents)
 
     def read_fields(self, step: Step) -> frozenset[str] | None:
@@ -184,8 +193,8 @@ class Operation(AddsFields):
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         ancestors = ancestors_of(doc.get("_id"), ctx.parents)
-        doc[step.params["ancestors_field"]] = ancestors
-        doc[step.params["path_field"]] = "/" + "".join(f"{a}/" for a in [*ancestors, doc.get("_id")])
+        set_path(doc, step.params["ancestors_field"], ancestors)
+        set_path(doc, step.params["path_field"], "/" + "".join(f"{a}/" for a in [*ancestors, doc.get("_id")]))
         return Result(doc)
 
     def written_fields(self, step: Step) -> set[str]:
@@ -238,7 +247,7 @@ class Operation(AddsFields):
             ]
         }
 
-    def server_range_key(self, step: Step) -> str | None:
+    def server_range_key(self, step: Step) -> Any:
         return f"${step.params['parent_field']}"
 
     def server_leaves_untaken(self, step: Step) -> bool:
@@ -258,7 +267,7 @@ class Operation(AddsFields):
             found = list(source.documents(step.collection, "_id", wanted, [field]))
             wanted = []
             for node in found:
-                parent = node.get(field)
+                parent = get_path(node, field)
                 nodes[hashable_key(node["_id"])] = node["_id"]
                 parents[hashable_key(node["_id"])] = parent
                 if _walked(parent) and hashable_key(parent) not in asked:
