@@ -23,13 +23,13 @@ def plain(*paths: str) -> bool:
     return all(path and all(part and not part.startswith("$") for part in path.split(".")) for path in paths)
 
 
-def _is_document(parts: list[str]) -> Expression:
-    return {"$eq": [{"$type": "$" + ".".join(parts)}, "object"]}
+def _is_document(parts: list[str], root: str = "$") -> Expression:
+    return {"$eq": [{"$type": root + ".".join(parts)}, "object"]}
 
 
-def _through_documents(parts: list[str]) -> list[Expression]:
+def _through_documents(parts: list[str], root: str = "$") -> list[Expression]:
     """Conditions that every proper prefix of ``parts`` is a sub-document."""
-    return [_is_document(parts[:depth]) for depth in range(1, len(parts))]
+    return [_is_document(parts[:depth], root) for depth in range(1, len(parts))]
 
 
 def holds(path: str) -> Expression:
@@ -39,12 +39,13 @@ def holds(path: str) -> Expression:
     return {"$and": [*_through_documents(parts), present]} if len(parts) > 1 else present
 
 
-def value_at(path: str) -> Expression:
-    """The value at ``path``, or missing where ``get_path`` finds none."""
+def value_at(path: str, root: str = "$") -> Expression:
+    """The value at ``path``, or missing where ``get_path`` finds none; ``root`` is the document's (``$``)
+    or a variable's (``$$n.``)."""
     parts = path.split(".")
     if len(parts) == 1:
-        return "$" + path
-    return {"$cond": [{"$and": _through_documents(parts)}, "$" + path, "$$REMOVE"]}
+        return root + path
+    return {"$cond": [{"$and": _through_documents(parts, root)}, root + path, "$$REMOVE"]}
 
 
 def set_stages(path: str, value: Expression) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage
 from mongopat.guide.writes import WritePlan, command
 from mongopat.migrate.operations.base import STR, AddsFields, Param, RangeValues, Step, StepType
+from mongopat.migrate.operations.server_paths import plain, set_stages, value_at
 from mongopat.migrate.transform_api import (
     Context,
     ContextSource,
@@ -205,9 +206,8 @@ class Operation(AddsFields):
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         p = step.params
-        names = (p["parent_field"], p["ancestors_field"], p["path_field"])
-        if any("." in name or name.startswith("$") for name in names):
-            return None  # Python reads and writes these names as top-level keys, dots and all
+        if not plain(p["parent_field"], p["ancestors_field"], p["path_field"]):
+            return None
         found = {"$indexOfArray": [f"$${NODES}", "$$value.at"]}
         parent = {"$cond": [{"$gte": ["$$i", 0]}, {"$arrayElemAt": [f"$${PARENTS}", "$$i"]}, None]}
         return _materialised(step, {"$range": [0, f"$${DEPTH}"]}, {"$let": {"vars": {"i": found}, "in": parent}})
@@ -222,14 +222,16 @@ class Operation(AddsFields):
         parent = {"$arrayElemAt": [{"$map": {"input": at_depth, "as": "n", "in": "$$n.v"}}, 0]}
         lookup = {
             "from": step.collection,
-            "startWith": f"${p['parent_field']}",
+            "startWith": value_at(p["parent_field"]),
             "connectFromField": p["parent_field"],
             "connectToField": "_id",
             "as": CHAIN,
             "depthField": "d",
         }
-        # Each node found kept as its depth and parent: the chain's documents are not carried whole.
-        kept = {"$map": {"input": f"${CHAIN}", "as": "n", "in": {"d": "$$n.d", "v": f"$$n.{p['parent_field']}"}}}
+        # Each node found kept as its depth and parent (read as get_path reads it: a parent under an array,
+        # which $graphLookup follows too, ends the chain there): the chain's documents are not carried whole.
+        parent_of = {"$ifNull": [value_at(p["parent_field"], "$$n."), None]}
+        kept = {"$map": {"input": f"${CHAIN}", "as": "n", "in": {"d": "$$n.d", "v": parent_of}}}
         steps = {"$range": [0, {"$add": [{"$size": f"${CHAIN}"}, 1]}]}
         return [
             {"$graphLookup": lookup},
@@ -239,7 +241,7 @@ class Operation(AddsFields):
         ]
 
     def server_declines(self, step: Step) -> Any:
-        parent = f"${step.params['parent_field']}"
+        parent = value_at(step.params["parent_field"])
         return {
             "$or": [
                 {"$not": [{"$in": [{"$type": "$_id"}, WALKED_TYPES]}]},
@@ -248,7 +250,7 @@ class Operation(AddsFields):
         }
 
     def server_range_key(self, step: Step) -> Any:
-        return f"${step.params['parent_field']}"
+        return value_at(step.params["parent_field"])
 
     def server_leaves_untaken(self, step: Step) -> bool:
         return True  # a cycle raises, a chain through a double or a date is printed: Python's to do
@@ -316,7 +318,7 @@ def _materialised(step: Step, steps: Any, parent: Any) -> list[dict[str, Any]]:
     value a step of ``steps`` (an array), ``parent`` giving the parent of ``$$value.at`` (null when it has
     none or is unknown: the chain ends, as in :func:`ancestors_of`)."""
     p = step.params
-    start = {"c": [], "at": {"$ifNull": [f"${p['parent_field']}", None]}}
+    start = {"c": [], "at": {"$ifNull": [value_at(p["parent_field"]), None]}}
     further = {"c": {"$concatArrays": ["$$value.c", ["$$value.at"]]}, "at": {"$ifNull": [parent, None]}}
     walk = {
         "$reduce": {
@@ -329,12 +331,12 @@ def _materialised(step: Step, steps: Any, parent: Any) -> list[dict[str, Any]]:
     slashed = {"$concat": ["$$value", {"$toString": "$$this"}, "/"]}
     path = {
         "$reduce": {
-            "input": {"$concatArrays": [f"${p['ancestors_field']}", ["$_id"]]},
+            "input": {"$concatArrays": [value_at(p["ancestors_field"]), ["$_id"]]},
             "initialValue": "/",
             "in": slashed,
         }
     }
-    return [{"$set": {p["ancestors_field"]: ancestors}}, {"$set": {p["path_field"]: path}}]
+    return [*set_stages(p["ancestors_field"], ancestors), *set_stages(p["path_field"], path)]
 
 
 def _walked(value: Any) -> bool:
