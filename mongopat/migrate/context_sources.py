@@ -32,10 +32,6 @@ class DatabaseDocuments:
             self.kept[key] = list(self.db[collection].find({}, projection))
         return self.kept[key]
 
-    def aggregate(self, collection: str, pipeline: list[dict[str, Any]]) -> Iterable[Document]:
-        # Strings compared as Python compares them, whatever the collection's default collation.
-        return self.db[collection].aggregate(pipeline, allowDiskUse=True, collation={"locale": "simple"})
-
 
 class Placeholders:
     """What a preview (``migrate plan``, the HTML report) shows for other documents: one for each value

@@ -57,16 +57,6 @@ class ContextSource(Protocol):
         ...
 
 
-class ServerDocuments(ContextSource, Protocol):
-    """A server's documents, for the in-server path's tables
-    (:meth:`~mongopat.migrate.operations.base.DocumentOperation.server_range_values`): read as
-    :class:`ContextSource` reads them, or computed by the server itself."""
-
-    def aggregate(self, collection: str, pipeline: list[dict[str, Any]]) -> Iterable[Document]:
-        """What ``pipeline`` gives over ``collection`` (stages may spill to disk)."""
-        ...
-
-
 @dataclass
 class Result:
     document: Document

@@ -24,7 +24,6 @@ from mongopat.migrate.transform_api import (
     ContextSource,
     Document,
     Result,
-    ServerDocuments,
     copy_document,
     get_path,
     has_path,
@@ -354,9 +353,16 @@ class DocumentOperation(StepOperation):
         None when the stages read the document alone."""
         return None
 
-    def server_range_values(self, step: Step, keys: list[Any], source: ServerDocuments) -> RangeValues:
-        """The ``let`` variables of a range whose documents hold ``keys`` (see :meth:`server_range_key`),
-        read from ``source`` as :meth:`context` reads them, so the server transforms as Python does."""
+    def server_range_stages(self, step: Step) -> list[dict[str, Any]]:
+        """Stages the server runs on a range's distinct keys (``{_id: key}`` each, the ``$group`` of
+        :meth:`server_range_key`) before they travel: what it can compute of the table itself
+        (pre_aggregation's aggregates), so that only that comes back. None by default: the keys alone."""
+        return []
+
+    def server_range_values(self, step: Step, groups: list[Document], source: ContextSource) -> RangeValues:
+        """The ``let`` variables of a range whose documents hold the keys ``groups`` give (``_id``, with
+        what :meth:`server_range_stages` computed), the rest read from ``source`` as :meth:`context` reads
+        it, so the server transforms as Python does."""
         raise NotImplementedError
 
     def server_leaves_untaken(self, step: Step) -> bool:

@@ -221,11 +221,11 @@ class Operation(AddsFields):
     def server_range_key(self, step: Step) -> Any:
         return value_at(step.params["local"])
 
-    def server_range_values(self, step: Step, keys: list[Any], source: ContextSource) -> RangeValues:
-        """The referenced documents of ``keys``, read and keyed as :meth:`context` does (a later document
-        with an equal key wins), each as the copy :meth:`transform` writes."""
+    def server_range_values(self, step: Step, groups: list[Document], source: ContextSource) -> RangeValues:
+        """The referenced documents of the range's references, read and keyed as :meth:`context` does (a
+        later document with an equal key wins), each as the copy :meth:`transform` writes."""
         p = step.params
-        wanted = [key for key in keys if _compared_alike(key)]
+        wanted = [group["_id"] for group in groups if _compared_alike(group["_id"])]
         table: dict[Any, tuple[Any, Document]] = {}
         for found in source.documents(p["from"], p["foreign"], wanted, p["fields"]) if wanted else []:
             key = get_path(found, p["foreign"])

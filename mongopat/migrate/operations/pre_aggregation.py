@@ -33,7 +33,6 @@ from mongopat.migrate.transform_api import (
     ContextSource,
     Document,
     Result,
-    ServerDocuments,
     get_path,
     hashable_key,
     heads,
@@ -197,16 +196,12 @@ class Operation(AddsFields):
             values: dict[str, Any] = {"document": document, p["foreign"]: key}
             for name, spec in p["compute"].items():
                 op, argument = next(iter(spec.items()))
-                if op == "count":
-                    values[name] = aggregates_of([document], {name: spec})[name]
-                elif op == "avg":
+                if op == "avg":
                     rows = [*sample.after[source].find({p["foreign"]: key}), document]
                     values[name] = aggregate_rows(rows, p["foreign"], p["compute"])[hashable_key(key)][name]
-                else:
-                    value = get_path(document, argument)
-                    values[name] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else OMIT
-                    if op == "sum" and values[name] is OMIT:
-                        values[name] = 0
+                else:  # the document's own count, number (0 for a sum without one), or none for $min/$max
+                    own = aggregates_of([document], {name: spec})[name]
+                    values[name] = OMIT if own is None else own
             return {"document": document}, values
 
         return WritePlan(
@@ -274,10 +269,8 @@ class Operation(AddsFields):
         p = step.params
         if self.server_stages(step) is None:
             return None
-        lookup = {"from": p["from"], "localField": p["local"], "foreignField": p["foreign"]}
-        pipeline = [*self._related_rows(step), {"$project": self._projection(step)}]
         return [
-            {"$lookup": {**lookup, "pipeline": pipeline, "as": _RELATED}},
+            self._related(step, p["local"]),
             *set_stages(p["into"], server_aggregates(p["compute"], f"${_RELATED}")),
             {"$unset": _RELATED},
         ]
@@ -290,36 +283,36 @@ class Operation(AddsFields):
     def server_range_key(self, step: Step) -> Any:
         return value_at(step.params["local"])
 
-    def server_range_values(self, step: Step, keys: list[Any], source: ServerDocuments) -> RangeValues:
-        """The aggregates of ``keys``, computed by the server as :func:`server_aggregates` computes them
-        (the related documents of a key grouped in ``_id`` order): one small document a key travels."""
-        p = step.params
-        projection = {**self._projection(step), "_id": 0}
-        pipeline = [
-            {"$match": {p["foreign"]: {"$in": keys}}},
-            *self._related_rows(step),
-            {"$project": projection},
-            {"$group": {"_id": f"${p['foreign']}", "rows": {"$push": "$$ROOT"}}},
-            {"$project": {"_id": 1, "a": server_aggregates(p["compute"], "$rows")}},
+    def server_range_stages(self, step: Step) -> list[dict[str, Any]]:
+        """Each key's aggregates computed by the server from its related documents, as the backup's
+        aggregation computes them: only the keys that have some, and their aggregates, travel (the others
+        get the empty aggregates in the rewrite)."""
+        return [
+            self._related(step, "_id"),
+            {"$match": {_RELATED: {"$ne": []}}},
+            {"$project": {"_id": 1, "a": server_aggregates(step.params["compute"], f"${_RELATED}")}},
         ]
-        found = list(source.aggregate(p["from"], pipeline)) if keys else []
+
+    def server_range_values(self, step: Step, groups: list[Document], source: ContextSource) -> RangeValues:
         variables = {
-            KEYS: {"$literal": [group["_id"] for group in found]},
-            AGGREGATES: {"$literal": [group["a"] for group in found]},
+            KEYS: {"$literal": [group["_id"] for group in groups]},
+            AGGREGATES: {"$literal": [group["a"] for group in groups]},
         }
         return RangeValues(variables, True)
 
-    def _related_rows(self, step: Step) -> list[dict[str, Any]]:
-        """The related documents a taken key can have (see KEY_TYPES), in ``_id`` order."""
-        typed = {"$expr": {"$in": [{"$type": f"${step.params['foreign']}"}, KEY_TYPES]}}
-        return [{"$match": typed}, {"$sort": {"_id": 1}}]
-
-    def _projection(self, step: Step) -> dict[str, int]:
+    def _related(self, step: Step, local: str) -> dict[str, Any]:
+        """``$lookup`` of the related documents of ``local`` a taken key can have (see KEY_TYPES), in ``_id``
+        order, with the fields the aggregates read. Run on the step's collection, it compares strings as
+        the rewrite does, whatever the related collection's default collation."""
         p = step.params
+        typed = {"$expr": {"$in": [{"$type": f"${p['foreign']}"}, KEY_TYPES]}}
         read = (name for spec in p["compute"].values() for name in fields_read(spec))
         names = list(dict.fromkeys([p["foreign"], *read]))
         # A field inside another one read is read with it (both would be a path collision).
-        return {name: 1 for name in names if not any(name.startswith(other + ".") for other in names)}
+        projection = {name: 1 for name in names if not any(name.startswith(other + ".") for other in names)}
+        pipeline = [{"$match": typed}, {"$sort": {"_id": 1}}, {"$project": projection}]
+        lookup = {"from": p["from"], "localField": local, "foreignField": p["foreign"], "pipeline": pipeline}
+        return {"$lookup": {**lookup, "as": _RELATED}}
 
     def check(self, params: dict[str, Any]) -> None:
         for output, spec in params["compute"].items():

@@ -255,11 +255,11 @@ class Operation(AddsFields):
     def server_leaves_untaken(self, step: Step) -> bool:
         return True  # a cycle raises, a chain through a double or a date is printed: Python's to do
 
-    def server_range_values(self, step: Step, keys: list[Any], source: ContextSource) -> RangeValues:
+    def server_range_values(self, step: Step, groups: list[Document], source: ContextSource) -> RangeValues:
         """The ancestors of the range's parents, read level by level from ``source`` (each node's _id and
         parent, as :meth:`context` reads the tree), with the parents whose chain the server cannot walk as
         Python does (a cycle, a value of another type on the way) and the longest chain."""
-        field = step.params["parent_field"]
+        field, keys = step.params["parent_field"], [group["_id"] for group in groups]
         # The part of the tree's parent map the range needs, keyed as context() keys it, and the nodes' _ids.
         parents: dict[Any, Any] = {}
         nodes: dict[Any, Any] = {}

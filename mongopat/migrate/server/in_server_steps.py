@@ -356,8 +356,8 @@ class InServerSteps(ServerSteps):
 
     def _range_values(self, run: StepRun, match: dict[str, Any]) -> RangeValues | None:
         """The ``let`` variables of the range's documents matching ``match`` (``server_range_values``): the
-        distinct values of the step's range key among them (one small reply); None for a step whose
-        stages read the document alone."""
+        distinct values of the step's range key among them, with what ``server_range_stages`` computes of
+        them inside the server (one small reply); None for a step whose stages read the document alone."""
         operation = OPERATIONS[run.step.name]
         key = operation.server_range_key(run.step)
         if key is None:
@@ -367,9 +367,16 @@ class InServerSteps(ServerSteps):
             # Only the keys the server takes: a group of equal numbers keeps one of them, which must not be
             # a Decimal128 the step declines where an int of the same value is taken.
             pipeline.append({"$match": {"$expr": {"$not": [declines]}}})
-        grouped = self.db[run.step.collection].aggregate([*pipeline, {"$group": {"_id": key}}])
-        keys = [found["_id"] for found in grouped if found["_id"] is not None]
-        return operation.server_range_values(run.step, keys, DatabaseDocuments(self.db))
+        grouped = self.db[run.step.collection].aggregate(
+            [
+                *pipeline,
+                {"$group": {"_id": key}},
+                {"$match": {"_id": {"$ne": None}}},
+                *operation.server_range_stages(run.step),
+            ],
+            allowDiskUse=True,
+        )
+        return operation.server_range_values(run.step, list(grouped), DatabaseDocuments(self.db))
 
     def _side_documents_of_deleted(self, name: str, mine: dict[str, Any], side: dict[str, list[dict[str, Any]]]) -> int:
         """Remove the side documents of this range's documents the application deleted since their rewrite
