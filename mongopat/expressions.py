@@ -407,10 +407,16 @@ def fold(function: str, values: list[Value]) -> Any:
     return _compensated_sum(values)
 
 
+def is_nan(value: Value) -> bool:
+    """Whether ``value`` is a double's or a decimal's NaN."""
+    if isinstance(value, decimal.Decimal):
+        return value.is_nan()
+    return isinstance(value, float) and math.isnan(value)
+
+
 def _nan_first(value: Value) -> tuple[bool, Value]:
-    if isinstance(value, decimal.Decimal) and value.is_nan():
-        return False, decimal.Decimal(0)  # a decimal NaN compares with nothing in Python
-    return value == value, value if value == value else 0.0
+    # A NaN compares with nothing in Python (a decimal's raises): it sorts first, as any other NaN.
+    return (False, 0) if is_nan(value) else (True, value)
 
 
 def _compensated_sum(values: list[Value]) -> float:

@@ -19,14 +19,13 @@ Operators: ``$map``, ``$filter``, ``$size``, ``$isNumber`` (4.4), ``$literal``, 
 from __future__ import annotations
 
 import decimal
-import math
 from collections.abc import Iterable
 from typing import Any
 
 from bson import Decimal128, Int64
 
 from mongopat.bson_order import bson_order
-from mongopat.expressions import fold, render_fold
+from mongopat.expressions import fold, is_nan, render_fold
 from mongopat.migrate.transform_api import Document, get_path, hashable_key
 
 Compute = dict[str, dict[str, Any]]
@@ -92,9 +91,8 @@ def server_computes_alike(compute: Compute) -> bool:
     """Whether :func:`server_aggregates` reads what Python reads: a condition's field is a top-level name
     (a dotted one goes through arrays in an expression) and an argument names no ``$`` field."""
     for spec in compute.values():
-        op, argument = next(iter(spec.items()))
-        names = list(argument) if op == "count" and isinstance(argument, dict) else [] if op == "count" else [argument]
-        if any(not isinstance(n, str) or n.startswith("$") or (op == "count" and "." in n) for n in names):
+        counts = next(iter(spec)) == "count"
+        if any(not isinstance(n, str) or n.startswith("$") or (counts and "." in n) for n in fields_read(spec)):
             return False
     return True
 
@@ -123,8 +121,8 @@ def _equal(value: Any, wanted: Any) -> bool:
     if a is not None or b is not None:
         if a is None or b is None:
             return False
-        if _is_nan(a) or _is_nan(b):
-            return _is_nan(a) and _is_nan(b)  # NaN equals NaN in BSON's comparison
+        if is_nan(a) or is_nan(b):
+            return is_nan(a) and is_nan(b)  # NaN equals NaN in BSON's comparison
         return a == b
     if isinstance(wanted, dict):  # field by field, in order
         same_names = isinstance(value, dict) and list(value) == list(wanted)
@@ -132,9 +130,3 @@ def _equal(value: Any, wanted: Any) -> bool:
     if isinstance(wanted, list):
         return isinstance(value, list) and len(value) == len(wanted) and all(map(_equal, value, wanted))
     return type(value) is type(wanted) and value == wanted
-
-
-def _is_nan(value: int | float | decimal.Decimal) -> bool:
-    if isinstance(value, decimal.Decimal):
-        return value.is_nan()
-    return isinstance(value, float) and math.isnan(value)

@@ -356,7 +356,8 @@ class DocumentOperation(StepOperation):
     def server_range_stages(self, step: Step) -> list[dict[str, Any]]:
         """Stages the server runs on a range's distinct keys (``{_id: key}`` each, the ``$group`` of
         :meth:`server_range_key`) before they travel: what it can compute of the table itself
-        (pre_aggregation's aggregates), so that only that comes back. None by default: the keys alone."""
+        (pre_aggregation's aggregates), so that only that comes back. None by default (``[]``): the keys
+        alone."""
         return []
 
     def server_range_values(self, step: Step, groups: list[Document], source: ContextSource) -> RangeValues:

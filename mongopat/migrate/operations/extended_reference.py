@@ -21,7 +21,7 @@ from mongopat.migrate.operations.base import (
     StepType,
     local_values,
 )
-from mongopat.migrate.operations.server_order import nan_double
+from mongopat.migrate.operations.server_order import declined_key
 from mongopat.migrate.operations.server_paths import holds, plain, set_stages, value_at
 from mongopat.migrate.transform_api import (
     Context,
@@ -214,9 +214,7 @@ class Operation(AddsFields):
         ]
 
     def server_declines(self, step: Step) -> Any:
-        local = value_at(step.params["local"])
-        kind = {"$type": local}
-        return {"$or": [{"$not": [{"$in": [kind, [*TAKEN_TYPES, "double"]]}]}, nan_double(local, kind)]}
+        return declined_key(value_at(step.params["local"]), [*TAKEN_TYPES, "double"])
 
     def server_range_key(self, step: Step) -> Any:
         return value_at(step.params["local"])

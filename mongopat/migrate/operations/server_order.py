@@ -114,6 +114,13 @@ def nan_double(value: Expression, bson_type: Expression) -> Expression:
     return {"$and": [{"$eq": [bson_type, "double"]}, {"$eq": [{"$toString": value}, "NaN"]}]}
 
 
+def declined_key(value: Expression, types: list[str]) -> Expression:
+    """True where ``value`` is of none of the BSON ``types`` a table's keys take, or is a double NaN
+    (which ``$indexOfArray`` finds, and Python's dict never)."""
+    kind = {"$type": value}
+    return {"$or": [{"$not": [{"$in": [kind, types]}]}, nan_double(value, kind)]}
+
+
 def ordered_differently(elements: Expression, sort: dict[str, int]) -> Expression:
     """True for a list the server would order otherwise than Python (see the module's docstring); false
     for anything that is not an array (the step does not take it)."""
