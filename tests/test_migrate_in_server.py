@@ -22,6 +22,7 @@ from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
+from mongopat.migrate.server import sharding
 from mongopat.migrate.server.in_server_steps import InServerSteps
 from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
@@ -872,6 +873,97 @@ def test_a_sharded_collection_stays_in_the_server_unless_the_step_writes_its_sha
     steps = InServerSteps(SimpleNamespace(db=database))  # what the decision reads of a runner
     found = steps._shard_key_because(build_step({"collection": "items", **spec}))
     assert found is None if why is None else why in found
+
+
+# A step's side collection, sharded (as mongos would say) on a key: the $merge's on, and the unique index it
+# needs made (None: one there already, or none needed).
+SHARDED_SIDE = {
+    "subset": ({"parentId": 1}, ["parentId", "_id"], "mongopat_merge_on"),
+    "outlier": ({"parentId": "hashed", "page": 1}, ["parentId", "page", "_id"], "mongopat_merge_on"),
+    "document_versioning": ({"_id": "hashed"}, "_id", None),
+    "subset_sorted": ({"parentId": 1}, ["parentId", "_id"], None),  # the application made one already
+}
+
+
+def sharded_as(monkeypatch: Any, side: str, key: dict[str, Any] | None) -> None:
+    """mongos's answer about ``side``: sharded on ``key`` (None: its key cannot be read)."""
+    unsharded = sharding.sharding
+
+    def answer(db: Any, name: str) -> sharding.Sharding:
+        return sharding.Sharding(True, dict(key or {})) if name == side else unsharded(db, name)
+
+    monkeypatch.setattr(sharding, "sharding", answer)
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", sorted(SHARDED_SIDE))
+def test_side_documents_merge_into_a_sharded_collection_on_its_shard_key(mongo, tmp_path, monkeypatch, case):
+    """A sharded side collection (made empty beforehand, as sharding needs) takes its $merge on every
+    shard-key field and _id, with the unique index MongoDB requires on exactly those fields (the test
+    server requires it too): the same documents as the client side's inserts, byte for byte; down empties
+    the collection and drops the indexes it did not have."""
+    key, on, made = SHARDED_SIDE[case]
+    side = STEPS[case].get("full_collection") or STEPS[case].get("overflow_collection") or "items_history"
+    client_db, server_db = mongo.client[mongo.db_name + "_c"], mongo.db
+    try:
+        for db in (client_db, server_db):
+            db.items.insert_many(documents(40, nan=False))
+        server_db.create_collection(side)
+        if made is None and on != "_id":
+            server_db[side].create_index([("_id", 1), ("parentId", 1)], unique=True, name="apps")
+        had = sorted(index["name"] for index in server_db[side].list_indexes())
+        sharded_as(monkeypatch, side, key)
+        folder = migration(tmp_path, case)
+        before = raw_documents(server_db, "items")
+        Runner(client_db, load_folder(folder), RunOptions(batch_size=7, client_side=True)).up()
+        Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).up()
+        state = step_state(server_db)
+        assert state["in_server"] is True
+        assert state.get("merge_on") == ({side: on} if on != "_id" else None)
+        indexes = {index["name"]: index for index in server_db[side].list_indexes()}
+        assert ("mongopat_merge_on" in indexes) is (made is not None)
+        if made:
+            assert list(indexes[made]["key"]) == on and indexes[made]["unique"]
+        assert raw_documents(server_db, "items") == raw_documents(client_db, "items") != before
+        assert raw_documents(server_db, side) == raw_documents(client_db, side) != {}
+        Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).down("base")
+        assert raw_documents(server_db, "items") == before
+        assert server_db[side].count_documents({}) == 0
+        assert sorted(index["name"] for index in server_db[side].list_indexes()) == had
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_c")
+
+
+@pytest.mark.server_only("a decision about a server")
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ({"rating": 1}, "not every side document holds rating"),
+        ({"parentId": 1, "price": 1}, "not every side document holds price"),
+        (None, "its shard key could not be read"),
+    ],
+)
+def test_a_side_collection_sharded_on_a_field_side_documents_may_lack_keeps_the_step_on_the_client_side(
+    mongo, tmp_path, monkeypatch, key, why
+):
+    """$merge refuses a document missing an on field (or holding null or an array there) in the middle of a
+    run; an element's own fields may be missing: the client side's inserts take any shard key."""
+    mongo.db.items.insert_many(documents(20, nan=False))
+    sharded_as(monkeypatch, "items_full", key)
+    Runner(mongo.db, load_folder(migration(tmp_path, "subset")), RunOptions(batch_size=7)).up()
+    state = step_state(mongo.db)
+    assert state["in_server"] is False and why in state["client_side"]
+    assert mongo.db.items_full.count_documents({}) > 0
+    assert "mongopat_merge_on" not in {index["name"] for index in mongo.db.items_full.list_indexes()}
+
+
+@pytest.mark.parametrize(
+    ("on", "stage_on"),
+    [(("_id",), "_id"), (("parentId", "_id"), ["parentId", "_id"]), (("a", "b", "_id"), ["a", "b", "_id"])],
+)
+def test_a_merge_target_names_its_on_fields(on, stage_on):
+    stage = sharding.MergeTarget("side", on).stage()["$merge"]
+    assert stage == {"into": "side", "on": stage_on, "whenMatched": "replace", "whenNotMatched": "insert"}
 
 
 @pytest.mark.server_only("the server computes the transform")

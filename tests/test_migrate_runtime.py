@@ -255,10 +255,26 @@ def test_python_migrations_run_only_from_py_files(mongo, tmp_path):
     assert db.customers.count_documents({"tagged": True}) == 0
 
 
-def test_created_collections_must_not_exist(mongo, tmp_path):
+def test_created_collections_must_not_hold_documents(mongo, tmp_path):
     db = mongo.db
     load(db)
     db.orders_history.insert_one({"_id": 1})
     write(tmp_path, "0001_m", STEPS["document_versioning"])
     with pytest.raises(OperationFailed, match="existing collection"):
         runner(db, tmp_path).up()
+
+
+def test_a_created_collection_made_empty_beforehand_is_emptied_not_dropped_by_down(mongo, tmp_path):
+    """One made beforehand (to shard it, or to give it options) keeps what it had once down has run: no
+    document, and only its own indexes."""
+    db = mongo.db
+    load(db)
+    db.create_collection("orders_history")
+    db.orders_history.create_index("by", name="by_1")
+    write(tmp_path, "0001_m", STEPS["document_versioning"])
+    runner(db, tmp_path).up()
+    assert db.orders_history.count_documents({}) == db.orders.count_documents({})
+    runner(db, tmp_path).down(to="base")
+    assert "orders_history" in db.list_collection_names()
+    assert db.orders_history.count_documents({}) == 0
+    assert sorted(index["name"] for index in db.orders_history.list_indexes()) == ["_id_", "by_1"]

@@ -43,6 +43,8 @@ class StepState(TypedDict, total=False):
     in_server: bool | None  # computed by the server (server/in_server_steps.py), decided once
     client_side: str | None  # why not
     stashed_to: Any  # in the server: the end of the range whose documents may still hold their originals
+    prepared: dict[str, list[str]]  # collections the step creates that existed empty: their indexes then
+    merge_on: dict[str, list[str]]  # in the server: a sharded side collection's $merge "on" (server/sharding.py)
 
 
 class ChangelogEntry(TypedDict, total=False):

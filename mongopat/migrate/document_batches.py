@@ -64,8 +64,8 @@ class DocumentStore(Protocol):
 
 
 def refuse_existing(step: Step, exists: Callable[[str], bool]) -> None:
-    """Before a document step's first write: the collections it creates must not exist yet (it would mix
-    its documents with others, and ``down`` drops them)."""
+    """Before a document step's first write: the collections it creates must not hold documents yet (it
+    would mix its documents with others, and ``down`` removes them). ``exists`` says whether one does."""
     clash = [name for name in step.created_collections() if exists(name)]
     if clash:
         raise OperationFailed(f"{step.name} would write into existing collection(s) {', '.join(clash)}")

@@ -379,6 +379,12 @@ class DocumentOperation(StepOperation):
         have none to make."""
         return None if step.created_collections() else {}
 
+    def side_document_fields(self, step: Step) -> dict[str, frozenset[str]]:
+        """Per collection :meth:`server_side_documents` writes, the fields every side document holds, never
+        null nor an array: a ``$merge`` into a sharded side collection matches on its shard key
+        (``server/sharding.py``), which must be among them."""
+        return {}
+
     def writes(self, step: Step, evidence: Evidence) -> list[WritePlan]:
         """An insert the access file declares (after the migration, the document in the new shape), and an
         update, when the step changes what it becomes (:meth:`update_write`)."""

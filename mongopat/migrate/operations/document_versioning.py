@@ -114,6 +114,9 @@ class Operation(AddsFields):
         revision_id = {"_id": {"doc": "$_id", "revision": f"${version_field}"}}
         return {step.params["history_collection"]: [{"$replaceWith": {"$mergeObjects": ["$$ROOT", revision_id]}}]}
 
+    def side_document_fields(self, step: Step) -> dict[str, frozenset[str]]:
+        return {step.params["history_collection"]: frozenset(("_id", step.params["version_field"]))}
+
     def written_fields(self, step: Step) -> set[str]:
         p = step.params
         return {p["version_field"]}

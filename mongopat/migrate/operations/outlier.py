@@ -222,6 +222,9 @@ class Operation(DocumentOperation):
         stages: list[dict[str, Any]] = [{"$project": {"_id": 0, "e": pages}}, {"$unwind": "$e"}, {"$replaceWith": "$e"}]
         return {step.params["overflow_collection"]: stages}
 
+    def side_document_fields(self, step: Step) -> dict[str, frozenset[str]]:
+        return {step.params["overflow_collection"]: frozenset(("_id", "parentId", "page"))}
+
     def written_fields(self, step: Step) -> set[str]:
         p = step.params
         return {p["field"], p["flag_field"]}

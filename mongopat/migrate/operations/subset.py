@@ -235,6 +235,9 @@ class Operation(DocumentOperation):
         stages: list[dict[str, Any]] = [{"$project": {"_id": 0, "e": full}}, {"$unwind": "$e"}, {"$replaceWith": "$e"}]
         return {step.params["full_collection"]: stages}
 
+    def side_document_fields(self, step: Step) -> dict[str, frozenset[str]]:
+        return {step.params["full_collection"]: frozenset(("_id", "parentId", "index"))}
+
     def written_fields(self, step: Step) -> set[str]:
         p = step.params
         return {p["field"], f"{p['field']}Count"}

@@ -74,8 +74,18 @@ class DocumentSteps(InServerSteps):
             names = set(self.db.list_collection_names())
             if name not in names:  # MongoDB creates a collection on its first write: a misspelled name would not fail
                 raise InputError(f"collection {name!r} not found in database {self.db.name}")
-            refuse_existing(run.step, names.__contains__)
-            self.changelog.step(run.migration_id, run.index, count_before=self.db[name].count_documents({}))
+            # A collection the step creates may exist empty, made beforehand (to shard it, say): it is taken,
+            # and down empties it and drops the indexes it did not have rather than dropping it.
+            prepared = {
+                created: [index["name"] for index in self.db[created].list_indexes()]
+                for created in run.step.created_collections()
+                if created in names
+            }
+            refuse_existing(run.step, lambda created: self.db[created].find_one({}, {"_id": 1}) is not None)
+            more = {"prepared": prepared} if prepared else {}
+            self.changelog.step(run.migration_id, run.index, count_before=self.db[name].count_documents({}), **more)
+            if prepared:
+                run.state["prepared"] = prepared
         # Indexes of the collections the step creates first: the application reads a subset's full list or
         # an outlier's overflow by parentId from the start, and so do reruns. The collection's own last.
         for collection, keys in OPERATIONS[run.step.name].indexes(run.step):
@@ -301,8 +311,15 @@ class DocumentSteps(InServerSteps):
         marker = OPERATIONS[run.step.name].new_shape_marker(run.step)
         if marker is not None:
             unresolved.extend(self._revert_new_shape(run, marker, unresolved))
+        prepared = run.state.get("prepared") or {}
         for created in run.step.created_collections():
-            db[created].drop()
+            if created not in prepared:
+                db[created].drop()
+                continue
+            db[created].delete_many({})
+            for index in list(db[created].list_indexes()):
+                if index["name"] not in prepared[created]:
+                    db[created].drop_index(index["name"])
         self.drop_own_indexes(run.step, run.state.get("stats") or {})
         if unresolved:
             # Their originals stay kept: the documents are left as the application wrote them.

@@ -52,7 +52,7 @@ than Python (``server_declines``: a sorted ``subset``'s list whose sort values t
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import bson
 from bson import MinKey, ObjectId
@@ -65,8 +65,13 @@ from mongopat.migrate.contracts import StepRun, StepState
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.operations.base import ORIGINAL, RangeValues
 from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
+from mongopat.migrate.server import sharding
+from mongopat.migrate.server.sharding import MergeTarget, NotMergeable
 from mongopat.migrate.server.steps import ServerSteps
 from mongopat.migrate.steps import Step
+
+if TYPE_CHECKING:
+    from mongopat.migrate.server.runner import Runner
 
 # ORIGINAL (operations/base.py) is also where the rewrite keeps a document's original in the document until
 # its backup is taken (a document of the application's holding that name is left to the client side).
@@ -98,14 +103,25 @@ class TakenRange(NamedTuple):
 class InServerSteps(ServerSteps):
     """Document steps computed by the server (the base of ``document_steps.DocumentSteps``)."""
 
+    def __init__(self, runner: Runner) -> None:
+        super().__init__(runner)
+        # Per (collection, side collection): how its $merge matches (read, and its index made, once).
+        self._targets: dict[tuple[str, str], MergeTarget] = {}
+
     def in_server(self, run: StepRun) -> bool:
         """Whether the step runs inside the server; decided once per step and kept in the changelog, so a
         resumed run goes on the way it began."""
         if run.state.get("in_server") is not None:
             return bool(run.state["in_server"])
         why = self._client_side_because(run.step, run.state)
-        self.changelog.step(run.migration_id, run.index, in_server=why is None, client_side=why)
+        # A sharded side collection's $merge matches on its shard key too: said in the changelog.
+        targets = {} if why else self._merge_targets(run.step)
+        merge_on = {t.into: list(t.on) for t in targets.values() if t.on != ("_id",)}
+        more = {"merge_on": merge_on} if merge_on else {}
+        self.changelog.step(run.migration_id, run.index, in_server=why is None, client_side=why, **more)
         run.state["in_server"], run.state["client_side"] = why is None, why
+        if merge_on:
+            run.state["merge_on"] = merge_on
         return why is None
 
     def _client_side_because(self, step: Step, state: StepState) -> str | None:
@@ -120,6 +136,8 @@ class InServerSteps(ServerSteps):
             return "resumed from a run that began on the client side"
         name = step.collection
         if (why := self._shard_key_because(step)) is not None:
+            return why
+        if (why := self._side_collections_because(step)) is not None:
             return why
         if (why := self._options_because(step)) is not None:
             return why
@@ -154,28 +172,43 @@ class InServerSteps(ServerSteps):
     def _shard_key_because(self, step: Step) -> str | None:
         """Why a sharded collection stays on the client side: the step writes its shard key (or the key
         cannot be read), or the server is older than 5.1. The rewrite and the release are updates of the
-        collection's own documents, which a sharded collection takes on every shard at once; the
-        ``$merge`` stages go into mongopat's own unsharded collections (on their ``_id``), so none needs the
-        shard key in ``on``; the check reads the collection with ``$lookup``, whose ``from`` may be
-        sharded from MongoDB 5.1 on."""
-        try:
-            if not self.db.command("collStats", step.collection).get("sharded"):
-                return None
-        except OperationFailure:
-            return None  # no such collection yet: nothing to shard
+        collection's own documents, which a sharded collection takes on every shard at once; the backups'
+        ``$merge`` stages go into mongopat's own unsharded collection (on its ``_id``), those of side
+        documents into a collection that may be sharded (``_side_collections_because``); the check reads
+        the collection with ``$lookup``, whose ``from`` may be sharded from MongoDB 5.1 on."""
+        found = sharding.sharding(self.db, step.collection)
+        if not found.sharded:
+            return None
         version = list((self.db.client.server_info().get("versionArray") or [0, 0])[:2])
         if version < [5, 1]:
             return "the collection is sharded and $lookup from a sharded collection needs MongoDB 5.1"
-        try:
-            found = self.db.client["config"]["collections"].find_one({"_id": f"{self.db.name}.{step.collection}"})
-        except OperationFailure:
-            found = None
-        key = list((found or {}).get("key") or {})
+        key = list(found.key)
         if not key:
             return "the collection is sharded and its shard key could not be read"
         written = OPERATIONS[step.name].written_fields(step)
         touched = [k for k in key if any(w == k or w.startswith(k + ".") or k.startswith(w + ".") for w in written)]
         return f"the step writes {', '.join(touched)}, part of the shard key" if touched else None
+
+    def _side_collections_because(self, step: Step) -> str | None:
+        """Why the step's side documents cannot be merged into their collections inside the server: one is
+        sharded on a field they may lack, or the unique index its ``on`` needs cannot be made."""
+        try:
+            self._merge_targets(step)
+        except NotMergeable as exc:
+            return str(exc)
+        return None
+
+    def _merge_targets(self, step: Step) -> dict[str, MergeTarget]:
+        """How each of the step's side collections takes its ``$merge`` (read once per step and runner)."""
+        cache = self._targets
+        operation = OPERATIONS[step.name]
+        holds = operation.side_document_fields(step)
+        targets = {}
+        for into in operation.server_side_documents(step) or {}:
+            if (step.collection, into) not in cache:
+                cache[step.collection, into] = sharding.merge_target(self.db, into, holds.get(into, frozenset()))
+            targets[into] = cache[step.collection, into]
+        return targets
 
     # -- the run -----------------------------------------------------------------------------------
 
@@ -327,8 +360,9 @@ class InServerSteps(ServerSteps):
             ]
             for collection_name in side:
                 self.db[collection_name].delete_many({"parentId": {"$in": parents}})
+        targets = self._merge_targets(run.step) if side else {}
         for collection_name, side_stages in side.items():
-            self._side_documents(BACKUP, [{"$match": mine}, *SIDE_INPUT], side_stages, collection_name)
+            self._side_documents(BACKUP, [{"$match": mine}, *SIDE_INPUT], side_stages, targets[collection_name])
         collection.update_many(holding, [{"$unset": ORIGINAL}])
         raced = self._mark_raced(name, mine)
         gone = self._side_documents_of_deleted(name, mine, side) if side else 0
@@ -393,12 +427,9 @@ class InServerSteps(ServerSteps):
         return deleted
 
     def _side_documents(
-        self, source: str, pipeline: list[dict[str, Any]], stages: list[dict[str, Any]], into: str
+        self, source: str, pipeline: list[dict[str, Any]], stages: list[dict[str, Any]], into: MergeTarget
     ) -> None:
-        self.db[source].aggregate(
-            [*pipeline, *stages, {"$project": {ORIGINAL: 0}},
-             {"$merge": {"into": into, "on": "_id", "whenMatched": "replace", "whenNotMatched": "insert"}}]
-        )  # fmt: skip
+        self.db[source].aggregate([*pipeline, *stages, {"$project": {ORIGINAL: 0}}, into.stage()])
 
     def _mark_raced(self, name: str, mine: dict[str, Any]) -> int:
         """Mark this range's backups whose document is no longer what ``up`` made of the original kept (the
