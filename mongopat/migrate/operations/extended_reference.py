@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 # BSON types only (numbers equal across int, long and double on both). A boolean (True == 1 in Python), NaN,
 # Decimal128, a document or an array as the reference is declined: the client side looks it up.
 TAKEN_TYPES = ["string", "objectId", "int", "long", "date", "null", "missing"]
+# The referenced documents' foreign values Python keys as the server compares them (no boolean, NaN fails
+# $eq against a taken key, no Decimal128: the server finds Decimal128("1") for 1, Python's dict does not).
+FOREIGN_TYPES = ["string", "objectId", "int", "long", "double", "date"]
 KEYS, COPIES = "mongopat_keys", "mongopat_copies"
 
 
@@ -219,21 +222,35 @@ class Operation(AddsFields):
     def server_range_key(self, step: Step) -> Any:
         return value_at(step.params["local"])
 
-    def server_range_values(self, step: Step, groups: list[Document], source: ContextSource) -> RangeValues:
-        """The referenced documents of the range's references, read and keyed as :meth:`context` does (a
-        later document with an equal key wins), each as the copy :meth:`transform` writes."""
+    def server_range_stages(self, step: Step) -> list[dict[str, Any]]:
+        """Each reference's document found inside the server, as :meth:`context` keys them: of a foreign
+        value Python compares alike (see FOREIGN_TYPES), equal to the reference (``$eq``: no array holding
+        it), the last found (a later document wins), with the fields copied. Only the references that
+        find one travel, with their document, which is read no other way."""
         p = step.params
-        wanted = [group["_id"] for group in groups if _compared_alike(group["_id"])]
-        table: dict[Any, tuple[Any, Document]] = {}
-        for found in source.documents(p["from"], p["foreign"], wanted, p["fields"]) if wanted else []:
-            key = get_path(found, p["foreign"])
-            if _compared_alike(key):
-                table[hashable_key(key)] = (key, {name: found[name] for name in p["fields"] if name in found})
+        typed = {"$expr": {"$in": [{"$type": f"${p['foreign']}"}, FOREIGN_TYPES]}}
+        names = list(dict.fromkeys([p["foreign"], *p["fields"]]))
+        # A field inside another one read is read with it (both would be a path collision).
+        projection = {name: 1 for name in names if not any(name.startswith(other + ".") for other in names)}
+        pipeline = [{"$match": typed}, {"$project": projection}]
+        lookup = {"from": p["from"], "localField": "_id", "foreignField": p["foreign"], "pipeline": pipeline}
+        equal = {"$filter": {"input": "$__found", "cond": {"$eq": [f"$$this.{p['foreign']}", "$_id"]}}}
+        return [
+            {"$lookup": {**lookup, "as": "__found"}},
+            {"$project": {"_id": 1, "d": {"$arrayElemAt": [equal, -1]}}},
+            {"$match": {"d": {"$exists": True}}},
+        ]
+
+    def server_range_values(self, step: Step, groups: list[Document], source: ContextSource) -> RangeValues:
+        """The range's references that find a document (``groups``: each with it, ``d``), each with the
+        copy :meth:`transform` writes."""
+        fields = step.params["fields"]
+        taken = [(group["_id"], group["d"]) for group in groups if _compared_alike(group["_id"])]
         variables = {
-            KEYS: {"$literal": [key for key, _copy in table.values()]},
-            COPIES: {"$literal": [copy for _key, copy in table.values()]},
+            KEYS: {"$literal": [key for key, _found in taken]},
+            COPIES: {"$literal": [{name: found[name] for name in fields if name in found} for _key, found in taken]},
         }
-        return RangeValues(variables, {"$in": [value_at(p["local"]), f"$${KEYS}"]})
+        return RangeValues(variables, {"$in": [value_at(step.params["local"]), f"$${KEYS}"]})
 
 
 def _compared_alike(value: Any) -> bool:

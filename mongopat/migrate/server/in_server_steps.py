@@ -20,10 +20,12 @@ Each batch is an ``_id`` range holding ``batch_size`` pending documents:
 
 A step whose stages read other documents (``extended_reference``, ``tree``: ``server_range_key`` and
 ``server_range_values``) gets them as the range's ``let`` variables: the distinct keys of the range's
-pending documents are read (one ``$group``), the documents they reference found as the client side finds
-them, and the table sent with the rewrite (a range whose table would pass ``VARIABLES_LIMIT`` is halved
-until it does not); only documents the table can transform are rewritten (``RangeValues.takes``; the
-others stay pending, or go to the client side's pass where ``server_leaves_untaken``). The backup's
+pending documents are read (one ``$group``, followed by a step's ``server_range_stages``: what
+``extended_reference`` and ``pre_aggregation`` look up for each key, found in the same aggregation), the
+documents ``tree`` needs found as the client side finds them, and the table sent with the rewrite (a
+range whose table would pass ``VARIABLES_LIMIT`` is halved until it does not); only documents the table
+can transform are rewritten (``RangeValues.takes``; the others stay pending, or go to the client side's
+pass where ``server_leaves_untaken``). The backup's
 aggregation reads the same documents inside the server instead (``server_settle_stages``: ``$lookup``,
 ``$graphLookup``), so the table travels once; a referenced document changed in between (or before a stopped
 run's range is settled) makes ``after`` differ from the document, which is marked ``raced``.
