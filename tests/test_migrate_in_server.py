@@ -59,6 +59,24 @@ STEPS: dict[str, dict[str, Any]] = {
     "map_to_array": {"field": "meta", "layout": "pair", "key_field": "name", "value_field": "value"},
     "map_to_array_nested": {"field": "meta.b", "layout": "pair"},
     "polymorphic_nested": {"type_field": "kind", "rules": [{"when_has": "meta.b", "type": "b"}], "default": None},
+    # Nested version, type and revision fields (meta: a sub-document, an array, a number, null or missing:
+    # a prefix that is no document is replaced by one, as set_path does).
+    "schema_versioning_nested": {
+        "field": "meta.v",
+        "default_version": 2,
+        "rules": [{"when_has": "meta.b", "version": 1}],
+    },
+    "polymorphic_nested_type": {
+        "type_field": "meta.kind",
+        "rules": [{"when_has": "meta.b", "type": "b"}, {"when_missing": "legacy", "type": "new"}],
+        "default": None,
+    },
+    "document_versioning_nested": {"history_collection": "items_history", "version_field": "meta.rev"},
+    # A nested counter (meta.b: a number, a document, or under an array or a number).
+    "approximation_nested": {"field": "meta.b", "factor": 10},
+    # A nested list (meta.z: a list of documents and other values, a number, or under an array).
+    "subset_nested": {"field": "meta.z", "keep": 2, "full_collection": "items_full"},
+    "subset_sorted_nested_field": {"field": "meta.z", "keep": 1, "sort": {"p": -1}, "full_collection": "items_full"},
     # lines is a list, a sub-document or missing; an element is a document or a number.
     "subset": {"field": "lines", "keep": 2, "full_collection": "items_full"},
     # qty is a number, a non-document element none: in the server; price mixes kinds: mostly declined.
@@ -161,6 +179,9 @@ STEP_TYPE = {"set_field_missing": "set_field", "rename_onto_existing": "rename_f
              "set_field_nested_missing": "set_field", "unset_field_nested": "unset_field",
              "rename_field_nested": "rename_field", "rename_field_out": "rename_field",
              "polymorphic_nested": "polymorphic", "attribute_into_existing": "attribute",
+             "schema_versioning_nested": "schema_versioning", "polymorphic_nested_type": "polymorphic",
+             "document_versioning_nested": "document_versioning", "subset_nested": "subset", "approximation_nested": "approximation",
+             "subset_sorted_nested_field": "subset",
              "map_to_array_nested": "map_to_array", "subset_sorted": "subset", "subset_sorted_mixed": "subset", "subset_sorted_nested": "subset",
              "extended_reference_code": "extended_reference", "tree_named": "tree", "tree_nested": "tree",
              "pre_aggregation_nested": "pre_aggregation", "pre_aggregation_null": "pre_aggregation",
@@ -234,7 +255,16 @@ def documents(count: int, seed: int = 1, nan: bool = True) -> list[dict[str, Any
         elif shape < 0.85:
             doc["lines"] = {"price": lines.choice(numbers), "qty": lines.choice(numbers)}
         meta = random.Random(seed * 7_919 + i).choice(
-            [{"b": 1, "z": [2]}, {"z": 1}, {"b": {"q": None}, "c": 5}, [{"b": 1}], 5, None, "missing"]
+            [
+                {"b": 1, "z": [2]},
+                {"z": 1},
+                {"b": {"q": None}, "c": 5},
+                [{"b": 1}],
+                5,
+                None,
+                "missing",
+                {"z": [{"p": 1}, 3, {"p": 2}, [4]], "b": 2},
+            ]
         )
         if meta != "missing":
             doc["meta"] = meta

@@ -132,17 +132,42 @@ def test_extended_reference_and_pre_aggregation():
             Context(parents={1: 0, 0: None}),
             {"copy": {"ancestors": [0], "path": "/0/1/"}},
         ),
+        (
+            "schema_versioning",
+            {"field": "copy.v", "default_version": 2, "rules": [{"when_has": "ref.up", "version": 1}]},
+            None,
+            {"copy": {"v": 1}},
+        ),
+        (
+            "polymorphic",
+            {"type_field": "copy.kind", "rules": [{"when_has": "ref.company", "type": "firm"}], "default": None},
+            None,
+            {"copy": {"kind": "firm"}},
+        ),
+        ("document_versioning", {"history_collection": "h", "version_field": "copy.rev"}, None, {"copy": {"rev": 1}}),
+        (
+            "subset",
+            {"field": "copy.list", "keep": 1, "full_collection": "h"},
+            None,
+            {"copy": {"list": [{"x": 1}], "listCount": 2}},
+        ),
     ],
 )
 def test_a_nested_field_is_written_nested_and_the_document_is_migrated(name, params, ctx, written):
-    """A dotted ``as``, ``into`` or tree field is a nested field, as the step's pending query reads it (it
-    was written as a top-level field named with a dot, and the document stayed pending)."""
+    """A dotted ``as``, ``into``, tree, version or type field is a nested field, as the step's pending query
+    reads it (it was written as a top-level field named with a dot, and the document stayed pending)."""
     from mongopat.migrate.operations import OPERATIONS
 
-    doc = {"_id": 1, "ref": {"company": 7, "up": 0}, "copy": "replaced"}
-    result = run(doc, name, ctx, **params).document
-    assert result == {"_id": 1, "ref": doc["ref"], **written}
-    assert not OPERATIONS[name].is_pending(result, step(name, **params))
+    doc = {
+        "_id": 1,
+        "ref": {"company": 7, "up": 0},
+        "copy": {"list": [{"x": 1}, 2]} if name == "subset" else "replaced",
+    }
+    outcome = run(doc, name, ctx, **params)
+    assert outcome.document == {"_id": 1, "ref": doc["ref"], **written}
+    assert not OPERATIONS[name].is_pending(outcome.document, step(name, **params))
+    if name == "document_versioning":  # the first revision is numbered by the nested field
+        assert [side["_id"] for sides in outcome.side.values() for side in sides] == [{"doc": 1, "revision": 1}]
 
 
 @pytest.mark.parametrize(

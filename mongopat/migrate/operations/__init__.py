@@ -69,7 +69,7 @@ def transformer(step: Step) -> Callable[[Document, Context], Result]:
     every document."""
     operation = OPERATIONS[step.name]
     apply = operation.transform
-    if operation.changes_only_the_top_level:
+    if operation.changes_only_the_top_level and all("." not in name for name in operation.written_fields(step)):
         return lambda doc, ctx: apply(dict(doc) if type(doc) is dict else copy_document(doc), step, ctx)
     if not operation.changes_only_what_it_writes:
         return lambda doc, ctx: apply(copy_document(doc), step, ctx)

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, command
-from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field, top_level
+from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field
+from mongopat.migrate.operations.server_paths import plain, set_stages, value_at
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads, set_path
 
 if TYPE_CHECKING:
@@ -80,13 +81,15 @@ class Operation(AddsFields):
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         name = step.params["field"]
-        if not top_level(name):
+        if not plain(name):
             return None
-        # A counter that is not an int, a long or a double (bool, Decimal128, missing...) starts at 0.
-        number = {"$in": [{"$type": f"${name}"}, ["int", "long", "double"]]}
+        # A counter that is not an int, a long or a double (bool, Decimal128, missing, under a prefix that is
+        # no sub-document...) starts at 0.
+        counter = value_at(name)
+        number = {"$in": [{"$type": counter}, ["int", "long", "double"]]}
         return [
-            {"$set": {name: {"$cond": [number, f"${name}", 0]}}},
-            {"$set": {f"{name}Factor": {"$literal": step.params["factor"]}}},
+            *set_stages(name, {"$cond": [number, counter, 0]}),
+            *set_stages(f"{name}Factor", {"$literal": step.params["factor"]}),
         ]
 
     changes_only_what_it_writes = True

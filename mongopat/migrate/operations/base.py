@@ -248,7 +248,8 @@ class DocumentOperation(StepOperation):
     # Whether the transform changes only the top level of the document it is given: it sets or removes
     # top-level fields to values it builds anew (slices, new lists, new documents), and changes no value
     # inside the document in place. The runner then gives it a shallow copy; its results may share values
-    # with the document read, which nothing changes afterwards.
+    # with the document read, which nothing changes afterwards. A step writing a nested field (a subset of
+    # ``a.items``) sets it inside a sub-document: it gets a whole copy.
     changes_only_the_top_level: ClassVar[bool] = False
 
     # Whether each side document the transform writes is the document itself (every field after ``_id``, in

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, changed, command, scalar
-from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType, top_level
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document
+from mongopat.migrate.operations.base import STR, AddsFields, Param, Step, StepType
+from mongopat.migrate.operations.server_paths import plain, set_stages, value_at
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, has_path, set_path
 
 if TYPE_CHECKING:
     pass
@@ -96,26 +97,29 @@ class Operation(AddsFields):
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         version_field = step.params["version_field"]
-        if version_field not in doc:
-            doc[version_field] = 1
+        if not has_path(doc, version_field):
+            set_path(doc, version_field, 1)
         revision = {key: copy_document(value) for key, value in doc.items() if key != "_id"}
-        history = {"_id": {"doc": doc.get("_id"), "revision": doc[version_field]}, **revision}
+        history = {"_id": {"doc": doc.get("_id"), "revision": get_path(doc, version_field)}, **revision}
         return Result(doc, {step.params["history_collection"]: [history]})
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         # Only pending documents are given: those without the field, stamped at revision 1.
         version_field = step.params["version_field"]
-        return [{"$set": {version_field: {"$literal": 1}}}] if top_level(version_field) else None
+        return set_stages(version_field, {"$literal": 1}) if plain(version_field) else None
 
     def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
         """The first revision: the stamped document with ``_id`` {doc, revision} in the place of its own
         (``$mergeObjects`` keeps the first field first, where the transform puts it)."""
         version_field = step.params["version_field"]
-        revision_id = {"_id": {"doc": "$_id", "revision": f"${version_field}"}}
+        revision_id = {"_id": {"doc": "$_id", "revision": value_at(version_field)}}
         return {step.params["history_collection"]: [{"$replaceWith": {"$mergeObjects": ["$$ROOT", revision_id]}}]}
 
     def side_document_fields(self, step: Step) -> dict[str, frozenset[str]]:
-        return {step.params["history_collection"]: frozenset(("_id", step.params["version_field"]))}
+        # A $merge's on names top-level fields here: a nested version field is not among them.
+        version_field = step.params["version_field"]
+        held = ("_id", version_field) if "." not in version_field else ("_id",)
+        return {step.params["history_collection"]: frozenset(held)}
 
     def written_fields(self, step: Step) -> set[str]:
         p = step.params

@@ -14,13 +14,11 @@ from mongopat.migrate.operations.base import (
     StepType,
     check_rules,
     first_rule,
-    has_field,
     rule_condition,
     rule_paths,
-    top_level,
 )
-from mongopat.migrate.operations.server_paths import plain
-from mongopat.migrate.transform_api import Context, Document, Result, heads, matches_rule
+from mongopat.migrate.operations.server_paths import holds, plain, set_stages
+from mongopat.migrate.transform_api import Context, Document, Result, has_path, heads, matches_rule, set_path
 
 
 class Operation(AddsFields):
@@ -46,23 +44,24 @@ class Operation(AddsFields):
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         target = step.params["type_field"]
-        if target not in doc:
+        if not has_path(doc, target):
             for rule in step.params["rules"]:
                 if matches_rule(doc, rule):
-                    doc[target] = rule["type"]
+                    set_path(doc, target, rule["type"])
                     break
             else:
                 if step.params["default"] is not None:
-                    doc[target] = step.params["default"]
+                    set_path(doc, target, step.params["default"])
         return Result(doc)
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         p = step.params
-        if not (top_level(p["type_field"]) and plain(*rule_paths(p))):
+        if not plain(p["type_field"], *rule_paths(p)):
             return None
-        # No rule matched and no default: the field is not set ($$REMOVE), as the transform leaves it.
+        # No rule matched and no default: the field is not set ($$REMOVE), as the transform leaves it (only
+        # a nested field's pending documents are given, each matching a rule: no level is made for none).
         default = "$$REMOVE" if p["default"] is None else {"$literal": p["default"]}
-        return [{"$set": {p["type_field"]: first_rule(p["rules"], "type", default)}}]
+        return set_stages(p["type_field"], first_rule(p["rules"], "type", default))
 
     def check(self, params: dict[str, Any]) -> None:
         check_rules(self.type.name, params)
@@ -96,11 +95,15 @@ class Operation(AddsFields):
 
     def server_pending(self, step: Step) -> Any:
         p = step.params
-        if p["default"] is not None or all("." not in path for path in rule_paths(p)):
+        nested = any("." in path for path in rule_paths(p))
+        if "." not in p["type_field"] and (p["default"] is not None or not nested):
             return None
-        return {"$and": [{"$not": [has_field(p["type_field"])]}, {"$or": [rule_condition(r) for r in p["rules"]]}]}
+        missing = {"$not": [holds(p["type_field"])]}
+        if p["default"] is not None:
+            return missing
+        return {"$and": [missing, {"$or": [rule_condition(r) for r in p["rules"]]} if p["rules"] else False]}
 
     def is_pending(self, doc: Document, step: Step) -> bool:
-        if step.params["type_field"] in doc:
+        if has_path(doc, step.params["type_field"]):
             return False
         return step.params["default"] is not None or any(matches_rule(doc, rule) for rule in step.params["rules"])

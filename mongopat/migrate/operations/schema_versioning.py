@@ -15,10 +15,9 @@ from mongopat.migrate.operations.base import (
     check_rules,
     first_rule,
     rule_paths,
-    top_level,
 )
-from mongopat.migrate.operations.server_paths import plain
-from mongopat.migrate.transform_api import Context, Document, Result, heads, matches_rule
+from mongopat.migrate.operations.server_paths import plain, set_stages
+from mongopat.migrate.transform_api import Context, Document, Result, has_path, heads, matches_rule, set_path
 
 
 class Operation(AddsFields):
@@ -50,20 +49,20 @@ class Operation(AddsFields):
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         target = step.params["field"]
-        if target not in doc:
+        if not has_path(doc, target):
             version = step.params["default_version"]
             for rule in step.params["rules"]:
                 if matches_rule(doc, rule):
                     version = rule["version"]
                     break
-            doc[target] = version
+            set_path(doc, target, version)
         return Result(doc)
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         p = step.params
-        if not (top_level(p["field"]) and plain(*rule_paths(p))):
+        if not plain(p["field"], *rule_paths(p)):
             return None
-        return [{"$set": {p["field"]: first_rule(p["rules"], "version", {"$literal": p["default_version"]})}}]
+        return set_stages(p["field"], first_rule(p["rules"], "version", {"$literal": p["default_version"]}))
 
     def check(self, params: dict[str, Any]) -> None:
         check_rules(self.type.name, params)

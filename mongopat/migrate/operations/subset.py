@@ -20,10 +20,10 @@ from mongopat.migrate.operations.base import (
     StepType,
     WrittenFiles,
     restore_field,
-    top_level,
 )
 from mongopat.migrate.operations.server_order import first_in_order, ordered_differently
-from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads
+from mongopat.migrate.operations.server_paths import holds, plain, set_stages, value_at
+from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, has_path, heads, set_path
 
 if TYPE_CHECKING:
     from mongopat.guide.cost import Evidence
@@ -121,11 +121,11 @@ class Operation(DocumentOperation):
         def binder(sample: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
             parent = sample.document["_id"]
             current = sample.after[step.collection].find_one({"_id": parent})
-            elements = sample.document.get(name)
+            elements = get_path(sample.document, name)
             if current is None or not isinstance(elements, list) or not elements or not isinstance(elements[-1], dict):
                 return None
             element = newest(elements, p["sort"])
-            index = current.get(f"{name}Count", len(elements))
+            index = get_path(current, f"{name}Count") if has_path(current, f"{name}Count") else len(elements)
             full_document = {"_id": {"parent": parent, "index": index}, "parentId": parent, "index": index, **element}
             values = {"_id": parent, "element": element}
             return values, {**values, "fullDocument": full_document}
@@ -177,7 +177,7 @@ class Operation(DocumentOperation):
     def file_stats(self, doc: Document, step: Step) -> dict[str, int]:
         # Only a document the step takes gives its elements to the full list (one already in the new shape
         # is left as it is).
-        return {"elements": len(doc[step.params["field"]])} if self.is_pending(doc, step) else {}
+        return {"elements": len(get_path(doc, step.params["field"]))} if self.is_pending(doc, step) else {}
 
     changes_only_the_top_level = True
 
@@ -188,7 +188,7 @@ class Operation(DocumentOperation):
 
     def transform(self, doc: Document, step: Step, ctx: Context) -> Result:
         name = step.params["field"]
-        elements = doc.get(name)
+        elements = get_path(doc, name)
         if not isinstance(elements, list):
             return Result(doc)
         parent = doc.get("_id")
@@ -197,17 +197,22 @@ class Operation(DocumentOperation):
              **(element if isinstance(element, dict) else {"value": element})}
             for index, element in enumerate(elements)
         ]  # fmt: skip
-        doc[name] = _sorted(elements, step.params["sort"])[: step.params["keep"]]
-        doc[f"{name}Count"] = len(elements)
+        set_path(doc, name, _sorted(elements, step.params["sort"])[: step.params["keep"]])
+        set_path(doc, f"{name}Count", len(elements))
         return Result(doc, {step.params["full_collection"]: full})
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         name, sort, keep = step.params["field"], step.params["sort"], step.params["keep"]
-        if not top_level(name) or (sort and (keep < 1 or not _readable(*sort))):
+        if not plain(name) or (sort and (keep < 1 or not _readable(*sort))):
             return None
+        # Only pending documents are given, whose every prefix of a nested field is a sub-document: the field
+        # path reads the list itself.
         first = first_in_order(f"${name}", sort, keep) if sort else {"$slice": [f"${name}", keep]}
-        # One $set: both read the list as it was.
-        return [{"$set": {name: first, f"{name}Count": {"$size": f"${name}"}}}]
+        count = {"$size": f"${name}"}
+        if "." not in name:
+            return [{"$set": {name: first, f"{name}Count": count}}]  # one $set: both read the list as it was
+        # The count first, from the whole list; the list keeps its place, the new count goes last.
+        return [*set_stages(f"{name}Count", count), *set_stages(name, first)]
 
     def server_declines(self, step: Step) -> Any:
         sort = step.params["sort"]
@@ -215,7 +220,7 @@ class Operation(DocumentOperation):
 
     def server_pending(self, step: Step) -> Any:
         name = step.params["field"]
-        return {"$and": [{"$isArray": f"${name}"}, {"$eq": [{"$type": f"${name}Count"}, "missing"]}]}
+        return {"$and": [{"$isArray": value_at(name)}, {"$not": [holds(f"{name}Count")]}]}
 
     def server_side_documents(self, step: Step) -> dict[str, list[dict[str, Any]]] | None:
         """Every element of the original's list, at its index, with its parent (a value that is not a
@@ -247,7 +252,8 @@ class Operation(DocumentOperation):
         return {f"{field}Count": {"$exists": False}, field: {"$type": "array"}}
 
     def is_pending(self, doc: Document, step: Step) -> bool:
-        return isinstance(doc.get(step.params["field"]), list) and f"{step.params['field']}Count" not in doc
+        name = step.params["field"]
+        return isinstance(get_path(doc, name), list) and not has_path(doc, f"{name}Count")
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         """The full list back in place, in its order, with the elements the application added since, to the
@@ -255,9 +261,9 @@ class Operation(DocumentOperation):
         field = step.params["field"]
         result = copy_document(current)
         full = [_element(item) for item in sorted(side, key=lambda item: item.get("index", 0))]
-        embedded = result.get(field) if isinstance(result.get(field), list) else []
+        embedded = get_path(result, field) if isinstance(get_path(result, field), list) else []
         added = [element for element in embedded if element not in full]
-        result[field] = full + added
+        set_path(result, field, full + added)
         restore_field(result, original, f"{field}Count")
         return result
 
