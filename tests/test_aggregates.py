@@ -88,6 +88,21 @@ def test_a_count_condition_compares_as_eq_does(value, wanted, counted):
     assert aggregates_of([row], {"n": {"count": {"v": wanted}}}) == {"n": int(counted)}
 
 
+@pytest.mark.parametrize(
+    ("row", "counted"),
+    [
+        ({"p": {"w": 1}}, True),
+        ({"p": {"w": 1.0, "x": 2}}, True),
+        ({"p": [{"w": 1}]}, False),  # never through an array, as get_path reads
+        ({"p": 5}, False),
+        ({"p.w": 1}, False),  # a top-level name holding a dot is not the path
+        ({"p": {}}, False),
+    ],
+)
+def test_a_count_condition_on_a_dotted_field_reads_the_nested_path(row, counted):
+    assert aggregates_of([{"_id": 1, **row}], {"n": {"count": {"p.w": 1}}}) == {"n": int(counted)}
+
+
 def test_related_documents_are_summed_in_id_order():
     """A sum of doubles depends on its order (2083.2 one way, 2083.2000000000003 the other): the rows are
     added in ``_id`` order, as the server's ``$sort`` gives them, whatever order they were read in."""
@@ -113,7 +128,8 @@ def test_rows_are_grouped_by_key_as_python_looks_them_up():
     ("compute", "alike"),
     [
         ({"s": {"sum": "a.b"}, "n": {"count": {"status": "x"}}}, True),
-        ({"n": {"count": {"a.b": 1}}}, False),  # a dotted condition goes through arrays in an expression
+        ({"n": {"count": {"a.b": 1}}}, True),  # read through sub-documents only, as Python reads it
+        ({"n": {"count": {"a..b": 1}}}, False),
         ({"s": {"sum": "$a"}}, False),
     ],
 )
@@ -139,6 +155,9 @@ def test_the_server_computes_the_aggregates_python_computes(mongo, seed):
         "lo": {"min": "v"},
         "hi": {"max": "v"},
         "c": {"count": {"w": rng.choice(["a", 1, {"d": 1}])}},
+        # A nested condition (p: a document, an array of one, a number, or missing; never null, whose
+        # missing counterpart the test server reads as null: test_conformance.py).
+        "cn": {"count": {"p.w": rng.choice(["a", 1])}},
     }
     groups = []
     for g in range(40):
@@ -148,6 +167,8 @@ def test_the_server_computes_the_aggregates_python_computes(mongo, seed):
             for name, pool in (("v", VALUES), ("w", CONDITIONS)):
                 if (value := rng.choice(pool)) != "missing":
                     row[name] = value
+            nested = rng.choice(["a", 1, 1.0, "missing"])
+            row["p"] = rng.choice([{"w": nested}, [{"w": nested}], 5, {}]) if nested != "missing" else {}
             rows.append(row)
         groups.append({"_id": g, "rows": rows})
     mongo.db.kept.insert_many(groups)

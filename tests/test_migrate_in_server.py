@@ -170,6 +170,8 @@ STEPS: dict[str, dict[str, Any]] = {
             "mean": {"avg": "meta.b"},
             "deep": {"count": {"note": {"deep": [1, {"x": 2}]}}},
             "one": {"count": {"qty": True}},
+            # meta.b read through sub-documents only: meta a document, an array of them, a number...
+            "b1": {"count": {"meta.b": 1}},
         },
         "into": "stats",
     },
@@ -734,7 +736,7 @@ def test_a_document_deleted_after_its_rewrite_leaves_no_side_document(mongo, tmp
                 "step": "pre_aggregation",
                 "from": "owners",
                 "foreign": "code",
-                "compute": {"n": {"count": {"a.b": 1}}},
+                "compute": {"n": {"sum": "$tier"}},
                 "into": "stats",
             },
             "needs Python",

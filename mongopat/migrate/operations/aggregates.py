@@ -8,7 +8,8 @@ the migration (a ``$lookup`` and ``$sum`` over what it found):
   them. With a Decimal128 among them every number is made a decimal first, as ``computed`` folds them
   (``mongopat/expressions.py``). No number: ``sum`` is 0, the others null. NaN is the smallest number;
 - ``count``: the documents whose fields equal the condition's values as ``$eq`` compares them (a missing
-  field equals nothing, not even null; ``true`` is not ``1``; ``1`` is ``1.0``), or every document.
+  field equals nothing, not even null; ``true`` is not ``1``; ``1`` is ``1.0``), or every document. A
+  dotted field is read through sub-documents only, as ``get_path`` reads a sum's (never through an array).
 
 The related documents are taken in ``_id`` order, since a sum of doubles depends on its order.
 
@@ -26,7 +27,8 @@ from bson import Decimal128, Int64
 
 from mongopat.bson_order import bson_order
 from mongopat.expressions import fold, is_nan, render_fold
-from mongopat.migrate.transform_api import Document, get_path, hashable_key
+from mongopat.migrate.operations.server_paths import plain, value_at
+from mongopat.migrate.transform_api import Document, get_path, has_path, hashable_key
 
 Compute = dict[str, dict[str, Any]]
 _MISSING = object()
@@ -78,7 +80,7 @@ def server_aggregates(compute: Compute, rows: str) -> dict[str, Any]:
             if not conditions:
                 outputs[name] = {"$size": rows}
                 continue
-            equal = [{"$eq": [f"$$r.{key}", {"$literal": value}]} for key, value in conditions]
+            equal = [{"$eq": [value_at(key, "$$r."), {"$literal": value}]} for key, value in conditions]
             outputs[name] = {"$size": {"$filter": {"input": rows, "as": "r", "cond": {"$and": equal}}}}
         else:
             value = f"$$r.{argument}"
@@ -88,17 +90,14 @@ def server_aggregates(compute: Compute, rows: str) -> dict[str, Any]:
 
 
 def server_computes_alike(compute: Compute) -> bool:
-    """Whether :func:`server_aggregates` reads what Python reads: a condition's field is a top-level name
-    (a dotted one goes through arrays in an expression) and an argument names no ``$`` field."""
-    for spec in compute.values():
-        counts = next(iter(spec)) == "count"
-        if any(not isinstance(n, str) or n.startswith("$") or (counts and "." in n) for n in fields_read(spec)):
-            return False
-    return True
+    """Whether :func:`server_aggregates` reads what Python reads: every field read is a plain path (none
+    ``$``-led or empty)."""
+    return all(isinstance(n, str) and plain(n) for spec in compute.values() for n in fields_read(spec))
 
 
 def _value_at(row: Document, name: str) -> Any:
-    return row.get(name, _MISSING) if isinstance(row, dict) else _MISSING
+    """The value at ``name`` as ``get_path`` reads it, or ``_MISSING`` where it finds none."""
+    return get_path(row, name) if has_path(row, name) else _MISSING
 
 
 def _number(value: Any) -> int | float | decimal.Decimal | None:
