@@ -16,7 +16,8 @@ SecantusDB plans the client-side path's compare-and-swap filter (``{_id, $expr}`
 that is a document (mongopat_backup's) as collection scans: both paths are slow there, so the default
 collections are small (the bytes do not depend on the server's speed).
 
-Each step runs on a top-level field and, for the field steps and computed, on a nested one (``nested``).
+Each step runs on a top-level field and, for the field steps, computed and (on orders) schema_versioning,
+approximation and document_versioning, on a nested one (``nested``).
 Inside the server, each step runs on ``--documents`` and on twice as many: "bytes/byte" is the larger run's
 whole traffic per byte of data, "a batch more" the traffic the second half added per byte it added, with
 ``--documents`` a multiple of ``--batch-size``: what each further batch costs (a run's fixed commands,
@@ -69,6 +70,11 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
         "unset nested": {"step": "unset_field", "field": "coupon.percent"},
         "rename nested": {"step": "rename_field", "from": "coupon.code", "to": "coupon.id"},
         "computed nested": {"step": "computed", "field": "totals.items", "expression": "sum(items.qty)"},
+        "schema_versioning nested": {"step": "schema_versioning", "field": "meta.schemaVersion",
+                                     "default_version": 2},
+        "approximation nested": {"step": "approximation", "field": "stats.views", "factor": 10},
+        "document_versioning nested": {"step": "document_versioning", "history_collection": "items_history",
+                                       "version_field": "meta.revision"},
         "subset": {"field": "items", "keep": 3, "full_collection": "items_full"},
         "subset sorted": {"step": "subset", "field": "items", "keep": 3, "sort": {"price": -1},
                           "full_collection": "items_full"},
