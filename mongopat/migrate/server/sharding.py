@@ -3,13 +3,13 @@ a collection of the application's (a step's side collection) that may be sharded
 
 MongoDB matches a ``$merge``'s documents on ``on``. Into an unsharded collection that is ``_id``. Into a
 sharded one, ``on`` must hold every field of the shard key, and a unique index must hold exactly the ``on``
-fields (in any order); the one exception, the server's default document key, is left implicit by
-MongoDB and checked differently across versions, so mongopat names it. ``on`` is then the shard key's
-fields followed by ``_id``, and the unique index ``{<shard key fields>: 1, _id: 1}`` is created when none
-holds those fields: a unique index whose prefix is the shard key is one a sharded collection accepts.
-Every document the ``$merge`` writes must hold each ``on`` field, neither null nor an array (MongoDB
-refuses it mid-run otherwise): a shard key naming a field the step's side documents may lack keeps the
-step on the client side, whose inserts take any shard key.
+fields (in any order). Left out, ``on`` would default to the shard key's fields and ``_id`` (the document
+key); mongopat names them, so that the stage says what it matches on whatever a server's default, and makes
+the index a named ``on`` needs: ``on`` is the shard key's fields followed by ``_id``, and the unique index
+``{<shard key fields>: 1, _id: 1}`` is created when none holds those fields (a unique index whose prefix is
+the shard key is one a sharded collection accepts). Every document the ``$merge`` writes must hold each
+``on`` field, neither null nor an array (MongoDB refuses it mid-run otherwise): a shard key naming a field
+the step's side documents may lack keeps the step on the client side, whose inserts take any shard key.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 from pymongo.errors import OperationFailure
 
-# The unique index mongopat creates for a sharded side collection's $merge (dropped with the collection
-# by down).
+# The unique index mongopat creates for a sharded side collection's $merge (down drops it with the other
+# indexes the collection did not have).
 MERGE_INDEX = "mongopat_merge_on"
 
 
