@@ -948,10 +948,12 @@ def test_side_documents_merge_into_a_sharded_collection_on_its_shard_key(mongo, 
         folder = migration(tmp_path, case)
         before = raw_documents(server_db, "items")
         Runner(client_db, load_folder(folder), RunOptions(batch_size=7, client_side=True)).up()
-        Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).up()
+        [applied] = Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).up()
         state = step_state(server_db)
         assert state["in_server"] is True
         assert state.get("merge_on") == ({side: on} if on != "_id" else None)
+        said = f"computed inside the server ({side} sharded, merged on {', '.join(on)})"
+        assert any(said in note for note in applied["notes"]) is (on != "_id")
         indexes = {index["name"]: index for index in server_db[side].list_indexes()}
         assert ("mongopat_merge_on" in indexes) is (made is not None)
         if made:

@@ -351,7 +351,14 @@ def _online_notes(steps: list[StepState]) -> list[str]:
     notes = []
     for position, step in enumerate(steps):
         if step.get("in_server"):
-            notes.append(f"step {position + 1} ({step.get('step')}): computed inside the server")
+            # A sharded side collection: what its $merge matched on (server/sharding.py).
+            merged = "; ".join(
+                f"{into} sharded, merged on {', '.join(on)}" for into, on in (step.get("merge_on") or {}).items()
+            )
+            notes.append(
+                f"step {position + 1} ({step.get('step')}): computed inside the server"
+                + (f" ({merged})" if merged else "")
+            )
         elif (why := step.get("client_side")) and "needs Python" not in why:
             notes.append(f"step {position + 1} ({step.get('step')}): on the client side ({why})")
         stats = step.get("stats") or {}
