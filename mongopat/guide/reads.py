@@ -230,12 +230,13 @@ def today_read(collection: str, query: Query) -> ReadPlan:
             projection.update({name: 1 for name in query.aggregate.compute})
         if query.embed is not None:
             projection[query.embed.field] = 1
-        plan.stages.append(Stage("project", [{"$project": _without_overlaps(projection)}], list(projection)))
+        plan.stages.append(Stage("project", [{"$project": without_overlaps(projection)}], list(projection)))
     return plan
 
 
-def _without_overlaps(projection: dict[str, int]) -> dict[str, int]:
-    # {"a": 1, "a.b": 1} is a path collision for MongoDB: keep the shortest path.
+def without_overlaps(projection: dict[str, int]) -> dict[str, int]:
+    """``projection`` without the paths inside another one it holds: ``{"a": 1, "a.b": 1}`` is a path
+    collision for MongoDB, and ``a`` reads ``a.b`` with it."""
     return {
         name: value
         for name, value in projection.items()

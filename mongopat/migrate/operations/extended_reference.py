@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bson import ObjectId
 
 from mongopat.guide.placeholders import param
-from mongopat.guide.reads import ReadPlan, Stage
+from mongopat.guide.reads import ReadPlan, Stage, without_overlaps
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import (
     LIST,
@@ -229,10 +229,7 @@ class Operation(AddsFields):
         find one travel, with their document, which is read no other way."""
         p = step.params
         typed = {"$expr": {"$in": [{"$type": f"${p['foreign']}"}, FOREIGN_TYPES]}}
-        names = list(dict.fromkeys([p["foreign"], *p["fields"]]))
-        # A field inside another one read is read with it (both would be a path collision).
-        projection = {name: 1 for name in names if not any(name.startswith(other + ".") for other in names)}
-        pipeline = [{"$match": typed}, {"$project": projection}]
+        pipeline = [{"$match": typed}, {"$project": without_overlaps(dict.fromkeys([p["foreign"], *p["fields"]], 1))}]
         lookup = {"from": p["from"], "localField": "_id", "foreignField": p["foreign"], "pipeline": pipeline}
         equal = {"$filter": {"input": "$__found", "cond": {"$eq": [f"$$this.{p['foreign']}", "$_id"]}}}
         return [

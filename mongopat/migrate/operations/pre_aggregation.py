@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import OMIT, param
-from mongopat.guide.reads import ReadPlan, Stage
+from mongopat.guide.reads import ReadPlan, Stage, without_overlaps
 from mongopat.guide.writes import WritePlan, changed, command, insert_one
 from mongopat.migrate.operations.aggregates import (
     aggregate_rows,
@@ -305,9 +305,7 @@ class Operation(AddsFields):
         p = step.params
         typed = {"$expr": {"$in": [{"$type": f"${p['foreign']}"}, KEY_TYPES]}}
         read = (name for spec in p["compute"].values() for name in fields_read(spec))
-        names = list(dict.fromkeys([p["foreign"], *read]))
-        # A field inside another one read is read with it (both would be a path collision).
-        projection = {name: 1 for name in names if not any(name.startswith(other + ".") for other in names)}
+        projection = without_overlaps(dict.fromkeys([p["foreign"], *read], 1))
         pipeline = [{"$match": typed}, {"$sort": {"_id": 1}}, {"$project": projection}]
         lookup = {"from": p["from"], "localField": local, "foreignField": p["foreign"], "pipeline": pipeline}
         return {"$lookup": {**lookup, "as": _RELATED}}

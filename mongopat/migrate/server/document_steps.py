@@ -81,7 +81,9 @@ class DocumentSteps(InServerSteps):
                 for created in run.step.created_collections()
                 if created in names
             }
-            refuse_existing(run.step, lambda created: self.db[created].find_one({}, {"_id": 1}) is not None)
+            refuse_existing(
+                run.step, lambda created: created in prepared and self.db[created].find_one({}, {"_id": 1}) is not None
+            )
             more = {"prepared": prepared} if prepared else {}
             self.changelog.step(run.migration_id, run.index, count_before=self.db[name].count_documents({}), **more)
             if prepared:

@@ -85,16 +85,15 @@ def merge_target(db: Any, into: str, holds: frozenset[str]) -> MergeTarget:
     return MergeTarget(into, on)
 
 
-def ensure_unique_index(collection: Any, on: tuple[str, ...]) -> bool:
-    """A unique index holding exactly the fields ``on``; returns whether mongopat created it."""
+def ensure_unique_index(collection: Any, on: tuple[str, ...]) -> None:
+    """A unique index holding exactly the fields ``on``, made when the collection has none."""
     try:
         for index in collection.list_indexes():
             if index.get("unique") and set(index["key"]) == set(on):
-                return False
+                return
         collection.create_index([(field, 1) for field in on], unique=True, name=MERGE_INDEX)
     except OperationFailure as exc:
         reason = (exc.details or {}).get("errmsg") or str(exc)
         raise NotMergeable(
             f"its side collection {collection.name} needs a unique index on {', '.join(on)} for $merge: {reason}"
         ) from None
-    return True
