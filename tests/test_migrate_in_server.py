@@ -23,7 +23,7 @@ from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.server import sharding
-from mongopat.migrate.server.in_server_steps import InServerSteps
+from mongopat.migrate.server.in_server_steps import InServerSteps, server_pending
 from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
 from tests.support.application import BackupCollection
@@ -1134,3 +1134,115 @@ def test_lists_the_server_declines_are_migrated_on_the_client_side_and_caught_up
     assert db.items.find_one({"_id": 60}) == {"_id": 60, "lines": mixed[:1], "linesCount": 3}
     assert db.items_full.count_documents({"parentId": {"$in": [50, 60]}}) == 6
     assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
+
+
+class ChunksDatabase:
+    """mongos, for a collection sharded on ``key`` whose chunks (``min`` and ``shard``) config.chunks holds,
+    named by the collection's uuid (MongoDB 5.0 on) or, with ``uuid`` None, by its namespace (before)."""
+
+    name = "shop"
+
+    def __init__(self, key: dict[str, Any], chunks: list[tuple[Any, str]], uuid: Any = "u1") -> None:
+        entry = {"_id": "shop.items", "key": key, **({"uuid": uuid} if uuid is not None else {})}
+        names = {"uuid": uuid} if uuid is not None else {"ns": "shop.items"}
+        rows = [{**names, "min": {"_id": low}, "shard": shard} for low, shard in chunks]
+        self.queries: list[dict[str, Any]] = []
+
+        def find(query: dict[str, Any], _projection: Any, sort: Any) -> list[dict[str, Any]]:
+            self.queries.append(query)
+            return [row for row in rows if all(row.get(k) == v for k, v in query.items())]
+
+        config = {"collections": SimpleNamespace(find_one=lambda _query: entry), "chunks": SimpleNamespace(find=find)}
+        self.client = type("Client", (), {"__getitem__": lambda _self, _name: config})()
+
+    def command(self, _name: str, _collection: str) -> dict[str, Any]:
+        return {"sharded": True}
+
+
+@pytest.mark.parametrize(
+    ("key", "chunks", "uuid", "breaks"),
+    [
+        # Chunks already in the server's order: a break where the shard changes, none between two of one shard.
+        ({"_id": 1}, [(bson.MinKey(), "a"), (10, "a"), (25, "b"), (40, "a")], "u1", (25, 40)),
+        ({"_id": 1}, [(bson.MinKey(), "a"), (10, "b"), (25, "b")], None, (10,)),  # before 5.0: chunks by ns
+        ({"_id": 1, "day": 1}, [(bson.MinKey(), "a"), ("k", "b")], "u1", ("k",)),  # _id first: followed
+        ({"_id": "hashed"}, [(bson.MinKey(), "a"), (10, "b")], "u1", ()),  # hashed: ranges cross every shard
+        ({"customerId": 1}, [(bson.MinKey(), "a"), (10, "b")], "u1", ()),  # ranges of _id gain nothing
+        ({"_id": 1}, [(bson.MinKey(), "a"), ({"x": 1}, "b")], "u1", ()),  # an _id whose order is not followed
+    ],
+)
+def test_shard_breaks_are_where_a_range_sharded_collections_chunks_pass_to_another_shard(key, chunks, uuid, breaks):
+    database = ChunksDatabase(key, chunks, uuid)
+    assert sharding.shard_breaks(database, "items").values == breaks
+
+
+@pytest.mark.parametrize(
+    ("lower", "higher"),
+    [
+        (bson.MinKey(), None),
+        (None, -5),
+        (float("nan"), -1e300),
+        (2, 2.5),
+        (bson.Int64(3), bson.Decimal128("3.5")),
+        (bson.Decimal128("10"), 10.25),
+        (10**6, "a"),
+        ("Z", "a"),
+        ("a", "é"),
+        ("é", bson.ObjectId("000000000000000000000001")),
+        (bson.ObjectId("000000000000000000000001"), bson.ObjectId("0000000000000000000000ff")),
+        (bson.ObjectId("ffffffffffffffffffffffff"), False),
+        (True, datetime.datetime(1969, 1, 1)),
+        (datetime.datetime(2020, 1, 1), datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc).replace(hour=1)),
+        (datetime.datetime(2030, 1, 1), bson.MaxKey()),
+    ],
+)
+def test_bson_order_sorts_ids_as_mongodb_compares_them(lower, higher):
+    assert sharding.bson_order(lower) < sharding.bson_order(higher)
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", ["unset_field", "extended_reference"])
+def test_in_server_ranges_end_where_the_chunks_pass_to_another_shard(mongo, tmp_path, monkeypatch, case):
+    """A collection sharded on a range of _id (as mongos would say, through config.chunks): no range holds
+    documents on both sides of a break, also where nothing is pending just below one, and the result is the
+    client side's byte for byte."""
+    client_db, server_db = mongo.client[mongo.db_name + "_c"], mongo.db
+    breaks = sharding.ShardBreaks((10, 11, 25))
+    monkeypatch.setattr(
+        sharding, "shard_breaks", lambda db, name: breaks if name == "items" else sharding.ShardBreaks()
+    )
+    spans: list[tuple[Any, bool, Any]] = []
+    settle = InServerSteps._settle
+
+    def recorded(self: Any, run: Any, last: Any, has_last: bool, high: Any, *rest: Any) -> int:
+        spans.append((last, has_last, high))
+        return settle(self, run, last, has_last, high, *rest)
+
+    monkeypatch.setattr(InServerSteps, "_settle", recorded)
+    try:
+        for db in (client_db, server_db):
+            db.items.insert_many([doc for doc in documents(40, nan=False) if not 5 < doc["_id"] < 11])
+            db.owners.insert_many(OWNERS)
+        folder = migration(tmp_path, case)
+        pending = [
+            d["_id"]
+            for d in server_db.items.find(
+                server_pending(build_step({"step": case, "collection": "items", **STEPS[case]}))
+            )
+        ]
+        Runner(client_db, load_folder(folder), RunOptions(batch_size=7, client_side=True)).up()
+        spans.clear()
+        Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).up()
+        assert step_state(server_db)["in_server"] is True
+        # Each stretch between two breaks in ranges of 7 pending documents (unsharded: every 7th of all).
+        stretches: dict[int, list[int]] = {}
+        for i in sorted(pending):
+            stretches.setdefault(sum(i >= brk for brk in breaks.values), []).append(i)
+        ends = [ids[min(n + 6, len(ids) - 1)] for ids in stretches.values() for n in range(0, len(ids), 7)]
+        # The first pass (a catch-up pass starts again from the first document).
+        first_pass = [high for n, (_last, has_last, high) in enumerate(spans) if n == 0 or has_last][: len(ends)]
+        assert first_pass == ends != sorted(pending)[6::7]
+        assert raw_documents(server_db, "items") == raw_documents(client_db, "items")
+        assert raw_documents(server_db, "items") == raw_documents(client_db, "items")
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_c")

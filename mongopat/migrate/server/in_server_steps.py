@@ -68,7 +68,7 @@ from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.operations.base import ORIGINAL, RangeValues
 from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
 from mongopat.migrate.server import sharding
-from mongopat.migrate.server.sharding import MergeTarget, NotMergeable
+from mongopat.migrate.server.sharding import MergeTarget, NotMergeable, ShardBreaks
 from mongopat.migrate.server.steps import ServerSteps
 from mongopat.migrate.steps import Step
 
@@ -109,6 +109,9 @@ class InServerSteps(ServerSteps):
         super().__init__(runner)
         # Per (collection, side collection): how its $merge matches (read, and its index made, once).
         self._targets: dict[tuple[str, str], MergeTarget] = {}
+        # Per collection: where its chunks pass to another shard (read again at each pass: the balancer
+        # moves chunks, and stale breaks only cost a range a second shard).
+        self._breaks: dict[str, ShardBreaks] = {}
 
     def in_server(self, run: StepRun) -> bool:
         """Whether the step runs inside the server; decided once per step and kept in the changelog, so a
@@ -266,6 +269,7 @@ class InServerSteps(ServerSteps):
         returns the documents rewritten. ``replay``: the side documents of these documents may exist
         already (a catch-up pass: the application wrote a migrated document back in the old shape)."""
         rewritten, spent = 0, 0.0
+        self._breaks[run.step.collection] = sharding.shard_breaks(self.db, run.step.collection)
         while spent < budget:
             taken = self._in_server_batch(run, last, has_last, outcome.stats, replay)
             if taken is None:
@@ -278,13 +282,33 @@ class InServerSteps(ServerSteps):
             self.runner.checkpoint(run, outcome, taken.backed, taken.rewritten, last, total, stashed_to=None)
         return rewritten
 
-    def _range_end(self, collection: Any, query: dict[str, Any], size: int) -> tuple[bool, Any]:
+    def _range_end(
+        self, collection: Any, query: dict[str, Any], size: int, last: Any, has_last: bool
+    ) -> tuple[bool, Any]:
         """Whether ``query`` matches a document, and the end of the next range: the ``_id`` of the
-        ``size``-th match in ``_id`` order, or of the last one when fewer match (one small reply)."""
+        ``size``-th match in ``_id`` order, or of the last one when fewer match (one small reply), ended
+        earlier where a sharded collection's chunks pass to another shard (``_within_a_shard``)."""
         for skip, order in ((size - 1, ASCENDING), (0, DESCENDING)):
             for doc in collection.find(query, {"_id": 1}, sort=[("_id", order)], skip=skip, limit=1):
-                return True, doc["_id"]
+                return True, self._within_a_shard(collection, query, last, has_last, doc["_id"])
         return False, None
+
+    def _within_a_shard(self, collection: Any, query: dict[str, Any], last: Any, has_last: bool, high: Any) -> Any:
+        """``high``, or the last match of ``query`` below the first break (``sharding.shard_breaks``) above
+        the range's first match: each command of the range then goes to one shard. At most two more small
+        queries, and only for a range that would cross a break."""
+        breaks = self._breaks.get(collection.name) or ShardBreaks()
+        start, has_start = last, has_last
+        while breaks.values:
+            brk = breaks.after(start, has_start)
+            if brk is None or breaks.below(high, brk):
+                return high
+            below = {"$and": [query, {"_id": {"$lt": brk}}]}
+            for doc in collection.find(below, {"_id": 1}, sort=[("_id", DESCENDING)], limit=1):
+                return doc["_id"]
+            # Nothing pending below that break: the range starts at its first match, past the break.
+            start, has_start = collection.find(query, {"_id": 1}, sort=[("_id", ASCENDING)], limit=1)[0]["_id"], True
+        return high
 
     def _in_server_batch(
         self, run: StepRun, last: Any, has_last: bool, stats: dict[str, Any], replay: bool
@@ -297,7 +321,7 @@ class InServerSteps(ServerSteps):
         after = {"_id": {"$gt": last}} if has_last else {}
         where = server_pending(run.step)
         query = {"$and": [after, where]} if after else where
-        found, high = self._range_end(collection, query, self.options.batch_size)
+        found, high = self._range_end(collection, query, self.options.batch_size, last, has_last)
         if not found:
             return None
         values, high, size = self._values_that_fit(run, last, has_last, high, where, query)
@@ -388,7 +412,7 @@ class InServerSteps(ServerSteps):
             if values is None or size == 1 or len(bson.encode(values.variables)) <= VARIABLES_LIMIT:
                 return values, high, size
             size = max(1, size // 2)
-            _found, high = self._range_end(self.db[run.step.collection], query, size)
+            _found, high = self._range_end(self.db[run.step.collection], query, size, last, has_last)
 
     def _range_values(self, run: StepRun, match: dict[str, Any]) -> RangeValues | None:
         """The ``let`` variables of the range's documents matching ``match`` (``server_range_values``): the

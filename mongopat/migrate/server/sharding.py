@@ -10,14 +10,25 @@ the index a named ``on`` needs: ``on`` is the shard key's fields followed by ``_
 the shard key is one a sharded collection accepts). Every document the ``$merge`` writes must hold each
 ``on`` field, neither null nor an array (MongoDB refuses it mid-run otherwise): a shard key naming a field
 the step's side documents may lack keeps the step on the client side, whose inserts take any shard key.
+
+A collection sharded on a range of ``_id`` (``{_id: 1}``, alone or first) has its chunks read from
+``config.chunks`` (``shard_breaks``): the in-server path ends a range where the chunks pass from one shard to
+another, so that each of a range's commands goes to one shard. Ranges are in ``_id`` order, so a collection
+sharded on anything else (a hashed ``_id`` included) gains nothing from its chunks: each command goes to
+every shard.
 """
 
 from __future__ import annotations
 
+import calendar
+import datetime
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
-from pymongo.errors import OperationFailure
+from bson import Decimal128, MaxKey, MinKey, ObjectId
+from bson.datetime_ms import DatetimeMS
+from pymongo.errors import OperationFailure, PyMongoError
 
 # The unique index mongopat creates for a sharded side collection's $merge (down drops it with the other
 # indexes the collection did not have).
@@ -31,6 +42,9 @@ class Sharding:
 
     sharded: bool
     key: dict[str, Any]
+    # config.collections' uuid, which names the collection's chunks in config.chunks from MongoDB 5.0 on
+    # (before, chunks name it by ``ns``).
+    uuid: Any = None
 
 
 def sharding(db: Any, name: str) -> Sharding:
@@ -45,7 +59,96 @@ def sharding(db: Any, name: str) -> Sharding:
         found = db.client["config"]["collections"].find_one({"_id": f"{db.name}.{name}"})
     except OperationFailure:
         found = None
-    return Sharding(True, dict((found or {}).get("key") or {}))
+    return Sharding(True, dict((found or {}).get("key") or {}), (found or {}).get("uuid"))
+
+
+# BSON's comparison order of the types an _id may hold, as far as ranges need it (MinKey first, MaxKey
+# last); within a type, Python's order is BSON's for these keys (strings: code points, as UTF-8's bytes).
+_RANKS: tuple[tuple[type | tuple[type, ...], int], ...] = (
+    (MinKey, 1),
+    (type(None), 2),
+    (bool, 9),  # before int: a bool is an int to isinstance
+    ((int, float, Decimal128), 3),
+    (str, 4),
+    (ObjectId, 8),
+    ((datetime.datetime, DatetimeMS), 10),
+    (MaxKey, 13),
+)
+
+
+def bson_order(value: Any) -> tuple[Any, ...] | None:
+    """A key sorting values as MongoDB compares them, for the types above; None for others (documents,
+    arrays, binary, timestamps, regexes), whose ranges are not followed."""
+    rank = next((rank for kind, rank in _RANKS if isinstance(value, kind)), None)
+    if rank is None:
+        return None
+    if rank == 3:
+        number = value.to_decimal() if isinstance(value, Decimal128) else value
+        if number != number:  # NaN sorts before every other number
+            return (rank, 0, 0)
+        return (rank, 1, Decimal(number) if isinstance(number, float) else number)
+    if rank == 10:
+        if isinstance(value, DatetimeMS):
+            return (rank, int(value))
+        return (rank, calendar.timegm(value.utctimetuple()) * 1000 + value.microsecond // 1000)
+    if rank == 8:
+        return (rank, value.binary)
+    if rank in (4, 9):
+        return (rank, value)
+    return (rank,)
+
+
+@dataclass(frozen=True)
+class ShardBreaks:
+    """The ``_id`` values, ascending, at which a collection sharded on a range of ``_id`` passes from one
+    shard's chunks to another's (a range ending below each goes to one shard); empty for any other
+    collection."""
+
+    values: tuple[Any, ...] = ()
+
+    def after(self, value: Any, has_value: bool) -> Any | None:
+        """The first break above ``value`` (the first of all when there is no value); None when none is, or
+        when ``value`` is of a type whose order is not followed."""
+        if not has_value:
+            return self.values[0] if self.values else None
+        key = bson_order(value)
+        if key is None:
+            return None
+        return next((brk for brk in self.values if _key(brk) > key), None)
+
+    @staticmethod
+    def below(value: Any, brk: Any) -> bool:
+        """Whether ``value`` sorts before the break ``brk``."""
+        key = bson_order(value)
+        return key is not None and key < _key(brk)
+
+
+def _key(value: Any) -> tuple[Any, ...]:
+    key = bson_order(value)
+    assert key is not None  # shard_breaks keeps only breaks with a key
+    return key
+
+
+def shard_breaks(db: Any, name: str) -> ShardBreaks:
+    """Where ``name``'s chunks pass from one shard to another, for a collection sharded on a range of
+    ``_id`` (``config.chunks``, sorted by the server); empty when it is not, or when ``config`` cannot be
+    read (the ranges are then what they are unsharded: every command is still right, on more shards)."""
+    found = sharding(db, name)
+    if not found.sharded or next(iter(found.key.items()), None) != ("_id", 1):
+        return ShardBreaks()
+    chunks_of = {"uuid": found.uuid} if found.uuid is not None else {"ns": f"{db.name}.{name}"}
+    breaks, shard = [], None
+    try:
+        for chunk in db.client["config"]["chunks"].find(chunks_of, {"min": 1, "shard": 1}, sort=[("min", 1)]):
+            low = (chunk.get("min") or {}).get("_id")
+            if shard is not None and chunk.get("shard") != shard:
+                if bson_order(low) is None or isinstance(low, (MinKey, MaxKey)):
+                    return ShardBreaks()
+                breaks.append(low)
+            shard = chunk.get("shard")
+    except PyMongoError:
+        return ShardBreaks()
+    return ShardBreaks(tuple(breaks))
 
 
 class NotMergeable(Exception):
