@@ -1150,7 +1150,8 @@ class ChunksDatabase:
 
         def find(query: dict[str, Any], _projection: Any, sort: Any) -> list[dict[str, Any]]:
             self.queries.append(query)
-            return [row for row in rows if all(row.get(k) == v for k, v in query.items())]
+            either = query.get("$or") or [query]
+            return [row for row in rows if any(all(row.get(k) == v for k, v in q.items()) for q in either)]
 
         config = {"collections": SimpleNamespace(find_one=lambda _query: entry), "chunks": SimpleNamespace(find=find)}
         self.client = type("Client", (), {"__getitem__": lambda _self, _name: config})()
@@ -1182,6 +1183,9 @@ def test_shard_breaks_are_where_a_range_sharded_collections_chunks_pass_to_anoth
         (bson.MinKey(), None),
         (None, -5),
         (float("nan"), -1e300),
+        (bson.Decimal128("sNaN"), bson.Decimal128("-Infinity")),
+        (bson.Decimal128("-Infinity"), -1e308),
+        (1e308, float("inf")),
         (2, 2.5),
         (bson.Int64(3), bson.Decimal128("3.5")),
         (bson.Decimal128("10"), 10.25),
@@ -1232,7 +1236,7 @@ def test_in_server_ranges_end_where_the_chunks_pass_to_another_shard(mongo, tmp_
         ]
         Runner(client_db, load_folder(folder), RunOptions(batch_size=7, client_side=True)).up()
         spans.clear()
-        Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).up()
+        [applied] = Runner(server_db, load_folder(folder), RunOptions(batch_size=7)).up()
         assert step_state(server_db)["in_server"] is True
         # Each stretch between two breaks in ranges of 7 pending documents (unsharded: every 7th of all).
         stretches: dict[int, list[int]] = {}
@@ -1242,6 +1246,10 @@ def test_in_server_ranges_end_where_the_chunks_pass_to_another_shard(mongo, tmp_
         # The first pass (a catch-up pass starts again from the first document).
         first_pass = [high for n, (_last, has_last, high) in enumerate(spans) if n == 0 or has_last][: len(ends)]
         assert first_pass == ends != sorted(pending)[6::7]
+        ended = step_state(server_db)["stats"]["ended_at_chunks"]
+        assert ended >= len(stretches) - 1
+        said = f"step 1 ({case}): {ended} range(s) ended where the collection's chunks pass to another shard"
+        assert said in applied["notes"]
         assert raw_documents(server_db, "items") == raw_documents(client_db, "items")
         assert raw_documents(server_db, "items") == raw_documents(client_db, "items")
     finally:

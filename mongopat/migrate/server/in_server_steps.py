@@ -1,7 +1,8 @@
 """Document steps a server computes itself, for steps whose transform is aggregation stages
 (``server_stages``): no document and no ``_id`` travels between the server and mongopat.
 
-Each batch is an ``_id`` range holding ``batch_size`` pending documents:
+Each batch is an ``_id`` range holding ``batch_size`` pending documents (fewer where a collection sharded on
+a range of ``_id`` passes to another shard's chunks: ``sharding.shard_breaks``):
 
 1. **rewrite**: one ``update`` whose pipeline first keeps the document as it is in the document itself
    (``__mongopat_original: {k: migration/step, d: $$ROOT}``), then applies the step's stages. Each
@@ -284,31 +285,33 @@ class InServerSteps(ServerSteps):
 
     def _range_end(
         self, collection: Any, query: dict[str, Any], size: int, last: Any, has_last: bool
-    ) -> tuple[bool, Any]:
-        """Whether ``query`` matches a document, and the end of the next range: the ``_id`` of the
-        ``size``-th match in ``_id`` order, or of the last one when fewer match (one small reply), ended
-        earlier where a sharded collection's chunks pass to another shard (``_within_a_shard``)."""
+    ) -> tuple[bool, Any, bool]:
+        """Whether ``query`` matches a document, the end of the next range: the ``_id`` of the ``size``-th
+        match in ``_id`` order, or of the last one when fewer match (one small reply), and whether it was
+        ended earlier, where a sharded collection's chunks pass to another shard (``_within_a_shard``)."""
         for skip, order in ((size - 1, ASCENDING), (0, DESCENDING)):
             for doc in collection.find(query, {"_id": 1}, sort=[("_id", order)], skip=skip, limit=1):
-                return True, self._within_a_shard(collection, query, last, has_last, doc["_id"])
-        return False, None
+                return True, *self._within_a_shard(collection, query, last, has_last, doc["_id"])
+        return False, None, False
 
-    def _within_a_shard(self, collection: Any, query: dict[str, Any], last: Any, has_last: bool, high: Any) -> Any:
-        """``high``, or the last match of ``query`` below the first break (``sharding.shard_breaks``) above
-        the range's first match: each command of the range then goes to one shard. At most two more small
-        queries, and only for a range that would cross a break."""
+    def _within_a_shard(
+        self, collection: Any, query: dict[str, Any], last: Any, has_last: bool, high: Any
+    ) -> tuple[Any, bool]:
+        """``high`` itself (and False), or (and True) the last match of ``query`` below the first break
+        (``sharding.shard_breaks``) above the range's first match: each command of the range then goes to
+        one shard. At most two more small queries, and only for a range that would cross a break."""
         breaks = self._breaks.get(collection.name) or ShardBreaks()
         start, has_start = last, has_last
         while breaks.values:
             brk = breaks.after(start, has_start)
             if brk is None or breaks.below(high, brk):
-                return high
+                return high, False
             below = {"$and": [query, {"_id": {"$lt": brk}}]}
             for doc in collection.find(below, {"_id": 1}, sort=[("_id", DESCENDING)], limit=1):
-                return doc["_id"]
-            # Nothing pending below that break: the range starts at its first match, past the break.
+                return doc["_id"], True
+            # Nothing pending below that break: the range starts at its first match, past it.
             start, has_start = collection.find(query, {"_id": 1}, sort=[("_id", ASCENDING)], limit=1)[0]["_id"], True
-        return high
+        return high, False
 
     def _in_server_batch(
         self, run: StepRun, last: Any, has_last: bool, stats: dict[str, Any], replay: bool
@@ -321,9 +324,11 @@ class InServerSteps(ServerSteps):
         after = {"_id": {"$gt": last}} if has_last else {}
         where = server_pending(run.step)
         query = {"$and": [after, where]} if after else where
-        found, high = self._range_end(collection, query, self.options.batch_size, last, has_last)
+        found, high, at_a_break = self._range_end(collection, query, self.options.batch_size, last, has_last)
         if not found:
             return None
+        if at_a_break:
+            count(stats, "ended_at_chunks", 1)
         values, high, size = self._values_that_fit(run, last, has_last, high, where, query)
         # Before the rewrite: a crash from here on leaves documents of the range holding their originals,
         # which the next run settles first.
@@ -412,7 +417,7 @@ class InServerSteps(ServerSteps):
             if values is None or size == 1 or len(bson.encode(values.variables)) <= VARIABLES_LIMIT:
                 return values, high, size
             size = max(1, size // 2)
-            _found, high = self._range_end(self.db[run.step.collection], query, size, last, has_last)
+            _found, high, _at_a_break = self._range_end(self.db[run.step.collection], query, size, last, has_last)
 
     def _range_values(self, run: StepRun, match: dict[str, Any]) -> RangeValues | None:
         """The ``let`` variables of the range's documents matching ``match`` (``server_range_values``): the

@@ -84,7 +84,7 @@ def bson_order(value: Any) -> tuple[Any, ...] | None:
         return None
     if rank == 3:
         number = value.to_decimal() if isinstance(value, Decimal128) else value
-        if number != number:  # NaN sorts before every other number
+        if (isinstance(number, Decimal) and number.is_nan()) or number != number:  # NaN sorts before the others
             return (rank, 0, 0)
         return (rank, 1, Decimal(number) if isinstance(number, float) else number)
     if rank == 10:
@@ -136,7 +136,9 @@ def shard_breaks(db: Any, name: str) -> ShardBreaks:
     found = sharding(db, name)
     if not found.sharded or next(iter(found.key.items()), None) != ("_id", 1):
         return ShardBreaks()
-    chunks_of = {"uuid": found.uuid} if found.uuid is not None else {"ns": f"{db.name}.{name}"}
+    # By uuid from MongoDB 5.0 on (feature compatibility 5.0), by ns before.
+    namespace = {"ns": f"{db.name}.{name}"}
+    chunks_of = {"$or": [{"uuid": found.uuid}, namespace]} if found.uuid is not None else namespace
     breaks, shard = [], None
     try:
         for chunk in db.client["config"]["chunks"].find(chunks_of, {"min": 1, "shard": 1}, sort=[("min", 1)]):
