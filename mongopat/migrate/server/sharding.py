@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import calendar
 import datetime
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -102,9 +103,16 @@ def bson_order(value: Any) -> tuple[Any, ...] | None:
 class ShardBreaks:
     """The ``_id`` values, ascending, at which a collection sharded on a range of ``_id`` passes from one
     shard's chunks to another's (a range ending below each goes to one shard); empty for any other
-    collection."""
+    collection. Their sort keys are computed once: every range of a pass looks them up."""
 
     values: tuple[Any, ...] = ()
+    keys: tuple[tuple[Any, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        keys = tuple(bson_order(value) for value in self.values)
+        if any(key is None for key in keys):
+            raise ValueError("a break of a type whose order is not followed")
+        object.__setattr__(self, "keys", keys)
 
     def after(self, value: Any, has_value: bool) -> Any | None:
         """The first break above ``value`` (the first of all when there is no value); None when none is, or
@@ -114,19 +122,14 @@ class ShardBreaks:
         key = bson_order(value)
         if key is None:
             return None
-        return next((brk for brk in self.values if _key(brk) > key), None)
+        position = bisect_right(self.keys, key)
+        return self.values[position] if position < len(self.values) else None
 
     @staticmethod
     def below(value: Any, brk: Any) -> bool:
         """Whether ``value`` sorts before the break ``brk``."""
-        key = bson_order(value)
-        return key is not None and key < _key(brk)
-
-
-def _key(value: Any) -> tuple[Any, ...]:
-    key = bson_order(value)
-    assert key is not None  # shard_breaks keeps only breaks with a key
-    return key
+        key, brk_key = bson_order(value), bson_order(brk)
+        return key is not None and brk_key is not None and key < brk_key
 
 
 def shard_breaks(db: Any, name: str) -> ShardBreaks:
