@@ -147,6 +147,22 @@ def test_packed_buckets_unpack_to_the_same_readings_and_pack_the_same_twice():
         list(pack([{"ts": "yesterday"}], options))
 
 
+def test_bucket_bounds_take_mongodbs_order_across_types_and_nan():
+    """control.min and max are the least and greatest of a column in BSON's order: NaN (a Decimal128 sNaN
+    too) below every number, numbers below strings."""
+    options = TimeSeriesOptions("ts", "sensor", "minutes")
+    values = [5, float("nan"), "text", bson.Decimal128("sNaN"), 7.5, bson.Decimal128("-1")]
+    docs = [
+        {"_id": i, "ts": START + datetime.timedelta(minutes=i), "sensor": "a", "v": v} for i, v in enumerate(values)
+    ]
+    (only,) = pack(docs, options)
+    low, high = only["control"]["min"]["v"], only["control"]["max"]["v"]
+    assert isinstance(low, float) and low != low and high == "text"
+    numbers = [{**doc, "v": v} for doc, v in zip(docs, [5, 7.5, bson.Decimal128("-1"), 2, 3, 4], strict=True)]
+    (only,) = pack(numbers, options)
+    assert (only["control"]["min"]["v"], only["control"]["max"]["v"]) == (bson.Decimal128("-1"), 7.5)
+
+
 def test_a_compressed_bucket_is_counted_not_read():
     bucket = {
         "_id": ObjectId(),

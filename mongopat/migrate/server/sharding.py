@@ -20,16 +20,25 @@ every shard.
 
 from __future__ import annotations
 
-import calendar
-import datetime
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
-from bson import Decimal128, MaxKey, MinKey, ObjectId
-from bson.datetime_ms import DatetimeMS
+from bson import MaxKey, MinKey
 from pymongo.errors import OperationFailure, PyMongoError
+
+from mongopat.bson_order import (
+    BOOLEAN,
+    DATE,
+    MAX_KEY,
+    MIN_KEY,
+    NULL,
+    NUMBER,
+    OBJECT_ID,
+    STRING,
+    bson_order,
+    type_bracket,
+)
 
 # The unique index mongopat creates for a sharded side collection's $merge (down drops it with the other
 # indexes the collection did not have).
@@ -63,40 +72,15 @@ def sharding(db: Any, name: str) -> Sharding:
     return Sharding(True, dict((found or {}).get("key") or {}), (found or {}).get("uuid"))
 
 
-# BSON's comparison order of the types an _id may hold, as far as ranges need it (MinKey first, MaxKey
-# last); within a type, Python's order is BSON's for these keys (strings: code points, as UTF-8's bytes).
-_RANKS: tuple[tuple[type | tuple[type, ...], int], ...] = (
-    (MinKey, 1),
-    (type(None), 2),
-    (bool, 9),  # before int: a bool is an int to isinstance
-    ((int, float, Decimal128), 3),
-    (str, 4),
-    (ObjectId, 8),
-    ((datetime.datetime, DatetimeMS), 10),
-    (MaxKey, 13),
-)
+# The types of _id whose chunk bounds ranges follow; a bound of another type (a document, an array, binary
+# and so on: valid, rare in a range-sharded _id) leaves the ranges as they are unsharded.
+_FOLLOWED = frozenset({MIN_KEY, NULL, NUMBER, STRING, OBJECT_ID, BOOLEAN, DATE, MAX_KEY})
 
 
-def bson_order(value: Any) -> tuple[Any, ...] | None:
-    """A key sorting values as MongoDB compares them, for the types above; None for others (documents,
-    arrays, binary, timestamps, regexes), whose ranges are not followed."""
-    rank = next((rank for kind, rank in _RANKS if isinstance(value, kind)), None)
-    if rank is None:
-        return None
-    if rank == 3:
-        number = value.to_decimal() if isinstance(value, Decimal128) else value
-        if (isinstance(number, Decimal) and number.is_nan()) or number != number:  # NaN sorts before the others
-            return (rank, 0, 0)
-        return (rank, 1, Decimal(number) if isinstance(number, float) else number)
-    if rank == 10:
-        if isinstance(value, DatetimeMS):
-            return (rank, int(value))
-        return (rank, calendar.timegm(value.utctimetuple()) * 1000 + value.microsecond // 1000)
-    if rank == 8:
-        return (rank, value.binary)
-    if rank in (4, 9):
-        return (rank, value)
-    return (rank,)
+def followed_order(value: Any) -> tuple[Any, ...] | None:
+    """``value``'s sort key in MongoDB's order (``mongopat.bson_order``) when its type is one ranges follow;
+    None for others."""
+    return bson_order(value) if type_bracket(value) in _FOLLOWED else None
 
 
 @dataclass(frozen=True)
@@ -109,7 +93,7 @@ class ShardBreaks:
     keys: tuple[tuple[Any, ...], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        keys = tuple(bson_order(value) for value in self.values)
+        keys = tuple(followed_order(value) for value in self.values)
         if any(key is None for key in keys):
             raise ValueError("a break of a type whose order is not followed")
         object.__setattr__(self, "keys", keys)
@@ -119,7 +103,7 @@ class ShardBreaks:
         when ``value`` is of a type whose order is not followed."""
         if not has_value:
             return self.values[0] if self.values else None
-        key = bson_order(value)
+        key = followed_order(value)
         if key is None:
             return None
         position = bisect_right(self.keys, key)
@@ -128,7 +112,7 @@ class ShardBreaks:
     @staticmethod
     def below(value: Any, brk: Any) -> bool:
         """Whether ``value`` sorts before the break ``brk``."""
-        key, brk_key = bson_order(value), bson_order(brk)
+        key, brk_key = followed_order(value), followed_order(brk)
         return key is not None and brk_key is not None and key < brk_key
 
 
@@ -147,7 +131,7 @@ def shard_breaks(db: Any, name: str) -> ShardBreaks:
         for chunk in db.client["config"]["chunks"].find(chunks_of, {"min": 1, "shard": 1}, sort=[("min", 1)]):
             low = (chunk.get("min") or {}).get("_id")
             if shard is not None and chunk.get("shard") != shard:
-                if bson_order(low) is None or isinstance(low, (MinKey, MaxKey)):
+                if followed_order(low) is None or isinstance(low, (MinKey, MaxKey)):
                     return ShardBreaks()
                 breaks.append(low)
             shard = chunk.get("shard")
