@@ -120,7 +120,11 @@ class CountingProxy:
     def _accept(self) -> None:
         while True:
             client, _address = self.listener.accept()
-            server = socket.create_connection(self.target)
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:  # the server is gone (the run is over): the client sees its connection closed
+                client.close()
+                continue
             for source, sink in ((client, server), (server, client)):
                 threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
 
