@@ -24,7 +24,6 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from bson import MaxKey, MinKey
 from pymongo.errors import OperationFailure, PyMongoError
 
 from mongopat.bson_order import (
@@ -131,7 +130,7 @@ def shard_breaks(db: Any, name: str) -> ShardBreaks:
         for chunk in db.client["config"]["chunks"].find(chunks_of, {"min": 1, "shard": 1}, sort=[("min", 1)]):
             low = (chunk.get("min") or {}).get("_id")
             if shard is not None and chunk.get("shard") != shard:
-                if followed_order(low) is None or isinstance(low, (MinKey, MaxKey)):
+                if type_bracket(low) not in _FOLLOWED - {MIN_KEY, MAX_KEY}:
                     return ShardBreaks()
                 breaks.append(low)
             shard = chunk.get("shard")
