@@ -17,7 +17,9 @@ that is a document (mongopat_backup's) as collection scans: both paths are slow 
 collections are small (the bytes do not depend on the server's speed).
 
 Each step runs on a top-level field and, for the field steps, computed and (on orders) schema_versioning,
-approximation and document_versioning, on a nested one (``nested``).
+approximation and document_versioning, on a nested one (``nested``); ``bucket`` groups the weather
+observations by report type and hour (the sample's 10,000 spread over one day and 1,800 stations: by station,
+a bucket would hold one).
 Inside the server, each step runs on ``--documents`` and on twice as many: "bytes/byte" is the larger run's
 whole traffic per byte of data, "a batch more" the traffic the second half added per byte it added, with
 ``--documents`` a multiple of ``--batch-size``: what each further batch costs (a run's fixed commands,
@@ -102,6 +104,9 @@ STEPS: dict[str, dict[str, dict[str, Any]]] = {
                             "expression": "airTemperature.value * 1.8 + 32"},
         "subset": {"field": "sections", "keep": 2, "full_collection": "items_full"},
         "outlier": {"field": "sections", "threshold": 2, "overflow_collection": "items_overflow"},
+        "bucket": {"series_key": "type", "time_field": "ts", "window_seconds": 3600, "max_bucket_size": 200,
+                   "measurements": ["airTemperature.value", "elevation"],
+                   "sentinels": {"airTemperature.value": [999.9]}},
     },
 }  # fmt: skip
 

@@ -11,6 +11,7 @@ import datetime
 import random
 from typing import Any
 
+import bson
 import pytest
 
 from mongopat.migrate.operations import bucket
@@ -127,12 +128,14 @@ def crash_before_delete(db: Any, deletes_before_crash: int) -> BeforeBulkWrite:
 
 @pytest.mark.parametrize("crash_after", [0, 2, 5])
 def test_a_crash_between_push_and_delete_is_replayed_without_duplicates(mongo, tmp_path, crash_after):
+    """The client side's path (the server's is ``test_a_crash_after_any_command_...``)."""
     db = mongo.db
     folder = setup(db, tmp_path, 30 + crash_after)
+    options = RunOptions(batch_size=7, client_side=True)
     with pytest.raises(Crash):
-        Runner(crash_before_delete(db, crash_after), load_folder(folder), RunOptions(batch_size=7)).up()
+        Runner(crash_before_delete(db, crash_after), load_folder(folder), options).up()
     assert any(len(copies) == 2 for copies in every_reading(db).values())  # pushed, not deleted yet
-    Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
+    Runner(db, load_folder(folder), options).up()
     found = every_reading(db)
     assert sorted(found) == [*range(60)] and all(len(copies) == 1 for copies in found.values())
     assert Runner(db, load_folder(folder)).verify() == {"0001_bucket": []}
@@ -239,3 +242,140 @@ def test_nested_measurements_and_their_placeholders_are_bucketed_alike_on_every_
         assert high["v"] == max(documents[i]["v"] for i in ids)
     for fmt, found in _bucketed_in_dump_folders(tmp_path, documents, folder, 16).items():
         assert found == on_server, fmt
+
+
+# -- inside the server (server/bucket_in_server.py) ------------------------------------------------------
+
+
+class CrashAfterCommand:
+    """A database whose ``n``-th call mongopat makes on any collection raises :class:`Crash` right after
+    the call has done its work (the run is killed before it records that work). The lock's collection is
+    left out: a run killed holding it leaves a lease the next run waits out (``test_migrate_unlock.py``)."""
+
+    def __init__(self, db: Any, n: int) -> None:
+        self._db, self.left = db, n
+
+    def __getitem__(self, name: str) -> Any:
+        collection, outer = self._db[name], self
+        if name == "mongopat_lock":
+            return collection
+
+        class Collection:
+            def __getattr__(self, attribute: str) -> Any:
+                found = getattr(collection, attribute)
+                if not callable(found):
+                    return found
+
+                def call(*args: Any, **kwargs: Any) -> Any:
+                    result = found(*args, **kwargs)
+                    if attribute in ("find", "aggregate", "list_indexes"):
+                        result = list(result)
+                    outer.left -= 1
+                    if outer.left == 0:
+                        raise Crash()
+                    return result
+
+                return call
+
+        return Collection()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+def _snapshot(db: Any) -> tuple[list[bytes], list[bytes]]:
+    """The collection and the backups, as bytes in a stable order."""
+    return sorted(bson.encode(d) for d in db.readings.find()), sorted(bson.encode(d) for d in db.mongopat_backup.find())
+
+
+@pytest.mark.server_only("the server computes the buckets")
+def test_a_crash_after_any_command_of_the_servers_path_resumes_to_the_same_bytes(mongo, tmp_path):
+    """Killed after each of its calls in turn (its work done, not yet recorded), ``up`` resumed gives the
+    collection and the backups of a run never stopped, byte for byte; ``down`` then gives the original."""
+    options = RunOptions(batch_size=20)
+    reference = mongo.client[mongo.db_name + "_whole"]
+    try:
+        (tmp_path / "whole").mkdir()
+        folder = setup(reference, tmp_path / "whole", 13)
+        original = sorted(bson.encode(d) for d in reference.readings.find())
+        counting = CrashAfterCommand(reference, -1)
+        Runner(counting, load_folder(folder), options).up()
+        calls, whole = -1 - counting.left, _snapshot(reference)
+    finally:
+        mongo.client.drop_database(reference.name)
+    assert calls > 20 and reference.name != mongo.db_name
+    db = mongo.db
+    for n in range(1, calls + 1):
+        mongo.client.drop_database(db.name)
+        (tmp_path / str(n)).mkdir()
+        folder = setup(db, tmp_path / str(n), 13)
+        with pytest.raises(Crash):
+            Runner(CrashAfterCommand(db, n), load_folder(folder), options).up()
+        Runner(db, load_folder(folder), options).up()
+        assert _snapshot(db) == whole, f"resumed after call {n}"
+    Runner(db, load_folder(folder), options).down("base")
+    assert sorted(bson.encode(d) for d in db.readings.find()) == original
+
+
+@pytest.mark.server_only("the server computes the buckets")
+def test_no_reading_travels_between_the_server_and_mongopat(mongo, tmp_path):
+    """Inside the server, neither a command nor a reply holds a reading (its marked field), nor a backup."""
+    from pymongo import MongoClient, monitoring
+
+    class Seen(monitoring.CommandListener):
+        def __init__(self) -> None:
+            self.payloads: list[bytes] = []
+
+        def started(self, event: Any) -> None:
+            self.payloads.append(bson.encode(event.command))
+
+        def succeeded(self, event: Any) -> None:
+            self.payloads.append(bson.encode(event.reply))
+
+        def failed(self, event: Any) -> None:
+            pass
+
+    rng = random.Random(3)
+    mongo.db.readings.insert_many([{**reading(i, rng), "note": f"marked-{i:04d}"} for i in range(200)])
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "0001_bucket.yaml").write_text(render("0001_bucket", "bucket", [SPEC], "test"))
+    seen = Seen()
+    client = MongoClient(mongo.uri, event_listeners=[seen], serverSelectionTimeoutMS=5000)
+    try:
+        [result] = Runner(client[mongo.db_name], load_folder(folder), RunOptions(batch_size=50)).up()
+    finally:
+        client.close()
+    assert result["notes"][0].endswith("computed inside the server")
+    assert len(seen.payloads) > 20 and not [p for p in seen.payloads if b"marked-" in p]
+    assert sorted(every_reading(mongo.db)) == [*range(200)]
+
+
+@pytest.mark.server_only("the server computes the buckets")
+def test_a_bucket_already_holding_an_id_keeps_the_readings_meant_for_it(mongo, tmp_path):
+    """A document the lookup of a window's newest bucket does not see (another series), holding the ``_id``
+    a new bucket would take: the insert-only ``$merge`` keeps it, and the readings meant for that bucket
+    are not deleted (the client side's catch-up moves them into the next sequence)."""
+    db = mongo.db
+    folder = setup(db, tmp_path, 17)
+    first = min(db.readings.find({"sensor": "s0"}), key=lambda d: d["_id"])
+    window = bucket.window_start(first["ts"], build_step(SPEC))
+    squatter = {"_id": {"s": "s0", "w": window, "n": 0}, "sensor": "other", "start": window, "readings": [], "count": 0}
+    db.readings.insert_one(dict(squatter))
+    [result] = Runner(db, load_folder(folder), RunOptions(batch_size=7)).up()
+    found = every_reading(db)
+    assert sorted(ident for ident in found if not isinstance(ident, dict)) == [*range(60)]
+    assert all(len(copies) == 1 for copies in found.values())
+    assert db.readings.find_one({"_id": squatter["_id"]}) == squatter
+    assert result["notes"][0].endswith("computed inside the server")
+
+
+@pytest.mark.server_only("the server computes the buckets")
+@pytest.mark.parametrize(("client_side", "expected"), [(False, None), (True, "--client-side")])
+def test_the_servers_path_is_taken_unless_the_run_asks_for_the_client_side(mongo, tmp_path, client_side, expected):
+    db = mongo.db
+    folder = setup(db, tmp_path, 19)
+    Runner(db, load_folder(folder), RunOptions(batch_size=7, client_side=client_side)).up()
+    [state] = db.mongopat_changelog.find_one()["steps"]
+    assert (state["in_server"], state["client_side"]) == (not client_side, expected)
+    assert "ts_1" not in db.readings.index_information()  # the index the ranges worked with, dropped

@@ -25,6 +25,15 @@ if TYPE_CHECKING:
     from mongopat.migrate.runner import StepOutcome
 
 
+class BucketRange(TypedDict):
+    """The range of windows a bucket step inside the server has open (``server/bucket_in_server.py``): its
+    times ``[low, high)`` (None: unbounded) and the phase it began last."""
+
+    low: Any
+    high: Any
+    phase: str  # stash, staged, published
+
+
 class StepState(TypedDict, total=False):
     """The changelog's record of one step of a migration (``initial_steps`` writes the first keys)."""
 
@@ -45,6 +54,7 @@ class StepState(TypedDict, total=False):
     stashed_to: Any  # in the server: the end of the range whose documents may still hold their originals
     prepared: dict[str, list[str]]  # collections the step creates that existed empty: their indexes then
     merge_on: dict[str, list[str]]  # in the server: a sharded side collection's $merge "on" (server/sharding.py)
+    bucket_range: BucketRange | None  # in the server: the bucket step's open range
 
 
 class ChangelogEntry(TypedDict, total=False):

@@ -30,6 +30,7 @@ from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.document_batches import Version, conflict_rounds
 from mongopat.migrate.operations import STEP_OPERATIONS, bucket
 from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
+from mongopat.migrate.server.bucket_in_server import BucketsInServer, client_side_because
 from mongopat.migrate.server.document_versions import (
     backup,
     backup_id,
@@ -37,6 +38,7 @@ from mongopat.migrate.server.document_versions import (
     decoded_id,
     keep_backups,
     left_alone,
+    original_bytes,
     step_backups,
     unchanged_since,
     versions_of,
@@ -58,13 +60,35 @@ class BucketSteps(ServerSteps):
         return original_name(migration_id, index) in self.db.list_collection_names()
 
     def run(self, run: StepRun) -> StepOutcome:
-        return self._bucket_step(run)
+        if not self.in_server(run):
+            return self._bucket_step(run)
+        outcome = self._outcome(run)
+        self.throttle.start(outcome.read)
+        BucketsInServer(self, run, outcome).up()
+        self._after_up(run, outcome)
+        return outcome
+
+    def in_server(self, run: StepRun) -> bool:
+        """Whether the step runs inside the server (``bucket_in_server.py``); decided once and kept in the
+        changelog, so that a resumed run goes on the way it began."""
+        if run.state.get("in_server") is not None:
+            return bool(run.state["in_server"])
+        if run.state.get("phase") or self._rebuilt_beside(run.migration_id, run.index):
+            return False  # an earlier mongopat's run: _bucket_step says so
+        why = client_side_because(self, run)
+        self.changelog.step(run.migration_id, run.index, in_server=why is None, client_side=why)
+        run.state["in_server"], run.state["client_side"] = why is None, why
+        return why is None
 
     def pending_filter(self, run: StepRun) -> dict[str, Any] | None:
         return None if self._rebuilt_beside(run.migration_id, run.index) else bucket.pending(run.step)
 
     def catch_up(self, run: StepRun, outcome: StepOutcome) -> int:
-        return self._bucket_catch_up(run, outcome, bucket.BucketFill(run.step.params["max_bucket_size"]))
+        fill = bucket.BucketFill(run.step.params["max_bucket_size"])
+        if not run.state.get("in_server"):
+            return self._bucket_catch_up(run, outcome, fill)
+        # What the server's passes leave (a reading over 7 MiB, one holding __mongopat_original): this side's.
+        return BucketsInServer(self, run, outcome).catch_up() + self._bucket_catch_up(run, outcome, fill)
 
     def verify(self, run: StepRun) -> list[str]:
         stats = run.state.get("stats") or {}
@@ -80,7 +104,12 @@ class BucketSteps(ServerSteps):
 
     def revert(self, run: StepRun) -> None:
         if not self._rebuilt_beside(run.migration_id, run.index):
-            self._unbucket_step(run, run.state.get("stats") or {})
+            stats = dict(run.state.get("stats") or {})
+            if run.state.get("in_server"):
+                outcome = StepOutcome(run.state.get("read", 0), run.state.get("written", 0), stats)
+                BucketsInServer(self, run, outcome).settle()
+                self.drop_work_indexes(run, stats)
+            self._unbucket_step(run, stats)
             return
         db, name = self.db, run.step.collection
         kept, stage = original_name(run.migration_id, run.index), stage_name(run.migration_id, run.index)
@@ -99,11 +128,7 @@ class BucketSteps(ServerSteps):
                 f"bucket on {name}: this step was started by an earlier mongopat that rebuilt the collection beside it",
                 hint="finish or roll it back with that version, then run this one",
             )
-        if run.state.get("count_before") is None and not run.state.get("has_last"):
-            self.changelog.step(run.migration_id, run.index, count_before=self.db[name].count_documents({}))
-        outcome = StepOutcome(
-            read=run.state.get("read", 0), written=run.state.get("written", 0), stats=dict(run.state.get("stats") or {})
-        )
+        outcome = self._outcome(run)
         # Reads of one series over a time range, in both shapes, during the transition and after.
         for _collection, keys in STEP_OPERATIONS[run.step.name].indexes(run.step):
             self.create_own_index(run, keys, outcome.stats)
@@ -119,11 +144,26 @@ class BucketSteps(ServerSteps):
             outcome.read += len(batch)
             outcome.written += written
             self.runner.checkpoint(run, outcome, len(batch), written, last_id, total)
-        self._bucket_catch_up(run, outcome, fill)
-        outcome.stats["passthrough"] = (
-            self.db[name].count_documents({"readings": {"$exists": False}}) - outcome.stats["pending_left"]
-        )
+        self._after_up(run, outcome)
         return outcome
+
+    def _outcome(self, run: StepRun) -> StepOutcome:
+        """The step's figures so far (a resumed run's from its changelog), the count before it first began."""
+        if run.state.get("count_before") is None and not run.state.get("has_last"):
+            count_before = self.db[run.step.collection].count_documents({})
+            self.changelog.step(run.migration_id, run.index, count_before=count_before)
+        return StepOutcome(
+            read=run.state.get("read", 0), written=run.state.get("written", 0), stats=dict(run.state.get("stats") or {})
+        )
+
+    def _after_up(self, run: StepRun, outcome: StepOutcome) -> None:
+        """The catch-up of this side (every pending reading on the client side; on the server's path what its
+        passes leave), then the documents that are no reading."""
+        self._bucket_catch_up(run, outcome, bucket.BucketFill(run.step.params["max_bucket_size"]))
+        outcome.stats["passthrough"] = (
+            self.db[run.step.collection].count_documents({"readings": {"$exists": False}})
+            - outcome.stats["pending_left"]
+        )
 
     def _bucket_catch_up(self, run: StepRun, outcome: StepOutcome, fill: bucket.BucketFill) -> int:
         """Readings still pending after the scan (inserted behind it, or whose move lost a race)."""
@@ -398,7 +438,7 @@ class BucketSteps(ServerSteps):
 def _as_document(item: Document, b: Document, step: Step, backups: dict[Any, Document]) -> Document:
     """A reading as a document again: its original bytes when it is the reading ``up`` moved, untouched."""
     backup = backups.get(_key(item.get("_id")))
-    original = bson.decode(bytes(backup["raw"])) if backup else None
+    original = bson.decode(original_bytes(backup)) if backup else None
     if backup and left_alone(bson.encode(item), backup):
         return original  # type: ignore[return-value]
     return bucket.reading(item, b, step, original)

@@ -95,19 +95,22 @@ class ServerSteps(KindRunner):
     def _collection(self, name: str) -> Any:
         return self.runner.raw_collection(name)
 
-    def create_own_index(self, run: StepRun, keys: dict[str, Any], stats: dict[str, Any]) -> None:
+    def create_own_index(
+        self, run: StepRun, keys: dict[str, Any], stats: dict[str, Any], named_in: str = "indexes_added", **options: Any
+    ) -> None:
         """Create one of the step's indexes on its own collection. One it did not find is named in
-        ``stats["indexes_added"]``, recorded before it is created (a crash in between leaves a name whose
-        drop finds nothing): ``down`` drops only those, never an index the collection had before."""
+        ``stats[named_in]``, recorded before it is created (a crash in between leaves a name whose drop
+        finds nothing): ``down`` drops only those, never an index the collection had before. An index the
+        step only works with while it runs is named in ``work_indexes`` (``drop_work_indexes``)."""
         wanted = list(keys.items())
         collection = self.db[run.step.collection]
         if any(list(dict(spec["key"]).items()) == wanted for spec in collection.list_indexes()):
             return
-        added = stats.setdefault("indexes_added", [])
+        added = stats.setdefault(named_in, [])
         if index_name(keys) not in added:
             added.append(index_name(keys))
             self.changelog.step(run.migration_id, run.index, stats=stats)
-        collection.create_index(wanted)
+        collection.create_index(wanted, name=index_name(keys), **options)
 
     def drop_own_indexes(self, step: Step, stats: dict[str, Any]) -> None:
         """Drop the indexes the step added to its own collection (``create_own_index``)."""
@@ -117,6 +120,14 @@ class ServerSteps(KindRunner):
                 # It may be gone already (dropped by hand, or by a down that stopped after it).
                 with contextlib.suppress(OperationFailure, KeyError, ValueError):
                     self.db[collection].drop_index(list(dict(keys).items()))
+
+    def drop_work_indexes(self, run: StepRun, stats: dict[str, Any]) -> None:
+        """Drop the indexes the step made to work with (``create_own_index`` into ``work_indexes``; one gone
+        already: nothing to do)."""
+        for name in stats.pop("work_indexes", None) or []:
+            with contextlib.suppress(OperationFailure):
+                self.db[run.step.collection].drop_index(name)
+        self.changelog.step(run.migration_id, run.index, stats=stats)
 
     def missing_indexes(self, run: StepRun) -> list[str]:
         """The step's indexes (``indexes()`` of its module) that its collections lack; none asked of a
