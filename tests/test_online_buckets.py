@@ -318,6 +318,37 @@ def test_a_crash_after_any_command_of_the_servers_path_resumes_to_the_same_bytes
 
 
 @pytest.mark.server_only("the server computes the buckets")
+def test_a_crash_after_any_command_of_the_servers_down_resumes_to_the_original_bytes(mongo, tmp_path):
+    """``down`` killed after each of its calls in turn, then run again, gives the collection as it was
+    before ``up``, byte for byte, and keeps no backup."""
+    options = RunOptions(batch_size=20)
+    db = mongo.db
+    folder = setup(db, tmp_path, 23)
+    original = sorted(bson.encode(d) for d in db.readings.find())
+    Runner(db, load_folder(folder), options).up()
+    bucketed = list(db.readings.find())
+    backups = list(db.mongopat_backup.find())
+    changelog = list(db.mongopat_changelog.find())
+    for n in range(1, 1000):
+        for name, documents in (
+            ("readings", bucketed),
+            ("mongopat_backup", backups),
+            ("mongopat_changelog", changelog),
+        ):
+            db[name].drop()
+            db[name].insert_many(documents)
+        try:
+            Runner(CrashAfterCommand(db, n), load_folder(folder), options).down("base")
+        except Crash:
+            Runner(db, load_folder(folder), options).down("base")
+        else:
+            break  # the n-th call is past the last: every call was one to crash after
+        assert sorted(bson.encode(d) for d in db.readings.find()) == original, f"down resumed after call {n}"
+        assert db.mongopat_backup.count_documents({}) == 0
+    assert n > 20
+
+
+@pytest.mark.server_only("the server computes the buckets")
 def test_no_reading_travels_between_the_server_and_mongopat(mongo, tmp_path):
     """Inside the server, neither a command nor a reply holds a reading (its marked field), nor a backup."""
     from pymongo import MongoClient, monitoring
@@ -340,15 +371,20 @@ def test_no_reading_travels_between_the_server_and_mongopat(mongo, tmp_path):
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "0001_bucket.yaml").write_text(render("0001_bucket", "bucket", [SPEC], "test"))
+    original = sorted(bson.encode(d) for d in mongo.db.readings.find())
     seen = Seen()
     client = MongoClient(mongo.uri, event_listeners=[seen], serverSelectionTimeoutMS=5000)
     try:
         [result] = Runner(client[mongo.db_name], load_folder(folder), RunOptions(batch_size=50)).up()
+        assert result["notes"][0].endswith("computed inside the server")
+        assert len(seen.payloads) > 20 and not [p for p in seen.payloads if b"marked-" in p], "up"
+        assert sorted(every_reading(mongo.db)) == [*range(200)]
+        seen.payloads.clear()
+        Runner(client[mongo.db_name], load_folder(folder), RunOptions(batch_size=50)).down("base")
+        assert len(seen.payloads) > 20 and not [p for p in seen.payloads if b"marked-" in p], "down"
     finally:
         client.close()
-    assert result["notes"][0].endswith("computed inside the server")
-    assert len(seen.payloads) > 20 and not [p for p in seen.payloads if b"marked-" in p]
-    assert sorted(every_reading(mongo.db)) == [*range(200)]
+    assert sorted(bson.encode(d) for d in mongo.db.readings.find()) == original
 
 
 @pytest.mark.server_only("the server computes the buckets")

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 
 class BucketRange(TypedDict):
-    """The range of windows a bucket step inside the server has open (``server/bucket_in_server.py``): its
-    times ``[low, high)`` (None: unbounded) and the phase it began last."""
+    """The range a bucket step inside the server has open (``server/bucket_in_server.py``: readings by time;
+    ``unbucket_in_server.py``: buckets by start): ``[low, high)`` (None: unbounded) and the phase it began
+    last."""
 
     low: Any
     high: Any
@@ -55,6 +56,7 @@ class StepState(TypedDict, total=False):
     prepared: dict[str, list[str]]  # collections the step creates that existed empty: their indexes then
     merge_on: dict[str, list[str]]  # in the server: a sharded side collection's $merge "on" (server/sharding.py)
     bucket_range: BucketRange | None  # in the server: the bucket step's open range
+    unbucket_range: BucketRange | None  # in the server: the open range of the bucket step's down
 
 
 class ChangelogEntry(TypedDict, total=False):

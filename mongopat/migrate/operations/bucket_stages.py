@@ -257,7 +257,7 @@ def stranded(collection: str) -> list[dict[str, Any]]:
     ]
 
 
-def _each(array: str, field: str) -> dict[str, Any]:
+def _each(array: Any, field: str) -> dict[str, Any]:
     """``field`` of each document of ``array``, as ``"<array>.<field>"`` would give it."""
     return {"$map": {"input": array, "in": f"$$this.{field}"}}
 
@@ -269,3 +269,122 @@ def pull(ids_variable: str = "ids") -> list[dict[str, Any]]:
     dropped = {"$subtract": [{"$size": "$readings"}, {"$size": "$$kept"}]}
     changed = {"readings": "$$kept", "count": {"$subtract": ["$count", dropped]}}
     return [{"$replaceWith": {"$let": {"vars": {"kept": kept}, "in": {"$mergeObjects": ["$$ROOT", changed]}}}}]
+
+
+# -- down: buckets back into readings ----------------------------------------------------------------
+
+
+def buckets_in(low: Any, high: Any) -> dict[str, Any]:
+    """Buckets (``bucket.buckets_filter``) whose ``start`` is a date in ``[low, high)`` (None: unbounded)
+    that hold no stash."""
+    start: dict[str, Any] = {"$type": "date"}
+    if low is not None:
+        start["$gte"] = low
+    if high is not None:
+        start["$lt"] = high
+    return {"readings": {"$type": "array"}, "count": {"$exists": True}, "start": start, ORIGINAL: {"$exists": False}}
+
+
+def unpacked_readings(step: Step, key: str, migration_id: str, index: int, kept_in: str, into: str) -> list[Any]:
+    """The aggregation, on the collection, that writes into ``into`` each reading of the buckets stashed
+    under ``key`` as a document again (``{bucket, declined, doc}``), as ``bucket_steps._as_document`` makes
+    it: the original kept in ``kept_in`` where the reading is still what ``up`` put in its bucket (``$eq``
+    and ``$bsonSize``), else the reading with its series, in the original's field order where one is kept.
+    A reading whose backup the client side made (its bytes, which the server cannot read) is ``declined``:
+    its bucket is the client side's."""
+    series = step.params["series_key"]
+    backup_id = {
+        "m": {"$literal": migration_id},
+        "s": {"$literal": index},
+        "c": {"$literal": step.collection},
+        "id": "$item._id",
+    }
+    merged = {"$mergeObjects": ["$$item", {series: "$$series"}]}
+    left_alone = {
+        "$and": [
+            {"$eq": [{"$type": "$$kept.after"}, "object"]},
+            {"$eq": ["$$kept.after", "$$item"]},
+            {"$eq": [{"$bsonSize": "$$kept.after"}, {"$bsonSize": "$$item"}]},
+        ]
+    }
+    document = {
+        "$cond": [
+            left_alone,
+            "$$kept.original",
+            {
+                "$cond": [
+                    {"$eq": [{"$type": "$$kept.original"}, "object"]},
+                    _in_order_of("$$kept.original", merged),
+                    merged,
+                ]
+            },
+        ]
+    }
+    return [
+        {"$match": {STASHED: key}},
+        {"$project": {"_id": 0, "bucket": f"{STASH}._id", "series": f"{STASH}.{series}", "item": f"{STASH}.readings"}},
+        {"$unwind": "$item"},
+        {"$set": {"key": backup_id}},
+        {"$lookup": {"from": kept_in, "localField": "key", "foreignField": "_id", "as": "kept"}},
+        {"$set": {"kept": {"$arrayElemAt": ["$kept", 0]}}},
+        {
+            "$project": {
+                "bucket": 1,
+                "declined": {"$eq": [{"$type": "$kept.raw"}, "binData"]},
+                "doc": {"$let": {"vars": {"item": "$item", "series": "$series", "kept": "$kept"}, "in": document}},
+            }
+        },
+        {"$out": into},
+    ]
+
+
+def _in_order_of(original: str, document: Any) -> dict[str, Any]:
+    """``document`` with its fields in the order ``original`` has them, then its others (``bucket.reading``)."""
+    pairs = {"$objectToArray": document}
+    order = _each({"$objectToArray": original}, "k")
+    return {
+        "$let": {
+            "vars": {"pairs": pairs, "order": order},
+            "in": {
+                "$let": {
+                    "vars": {"keys": _each("$$pairs", "k")},
+                    "in": {
+                        "$arrayToObject": {
+                            "$concatArrays": [
+                                {
+                                    "$map": {
+                                        "input": {
+                                            "$filter": {"input": "$$order", "cond": {"$in": ["$$this", "$$keys"]}}
+                                        },
+                                        "in": {"$arrayElemAt": ["$$pairs", {"$indexOfArray": ["$$keys", "$$this"]}]},
+                                    }
+                                },
+                                {"$filter": {"input": "$$pairs", "cond": {"$not": [{"$in": ["$$this.k", "$$order"]}]}}},
+                            ]
+                        }
+                    },
+                }
+            },
+        }
+    }
+
+
+def publish_readings(collection: str) -> list[dict[str, Any]]:
+    """The aggregation, on the stage, that writes the readings not declined into the collection, replacing
+    a document of the same ``_id`` (a bucket changed since its stash is unpacked again over them: while a
+    bucket exists, it is what its readings are)."""
+    return [
+        {"$match": {"declined": False}},
+        {"$replaceWith": "$doc"},
+        {"$merge": {"into": collection, "on": "_id", "whenMatched": "replace", "whenNotMatched": "insert"}},
+    ]
+
+
+def pulled_since_stash(key: str) -> list[dict[str, Any]]:
+    """The aggregation, on the collection, listing the readings each bucket still stashed under ``key``
+    held at its stash and holds no more (the application deleted them): ``{ids: [reading _id]}``."""
+    return [
+        {"$match": {STASHED: key}},
+        {"$project": {"ids": {"$setDifference": [_each(f"{STASH}.readings", "_id"), _each("$readings", "_id")]}}},
+        {"$match": {"ids": {"$ne": []}}},
+    ]

@@ -109,7 +109,7 @@ class BucketsInServer:
             high = open_range["high"]
             self._checkpoint(self._finish(open_range["low"], high, open_range["phase"]), high, None)
             self.run.state["bucket_range"] = None
-        self.db[self.stage].drop()
+            self.db[self.stage].drop()  # (a down's own stage, of a down stopped before, is left alone)
 
     def catch_up(self) -> int:
         """Passes over the readings still pending, from the first window, while they move any (the indexes

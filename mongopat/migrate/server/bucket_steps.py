@@ -44,6 +44,7 @@ from mongopat.migrate.server.document_versions import (
     versions_of,
 )
 from mongopat.migrate.server.steps import ServerSteps
+from mongopat.migrate.server.unbucket_in_server import UnbucketInServer
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Document
 
@@ -108,6 +109,8 @@ class BucketSteps(ServerSteps):
             if run.state.get("in_server"):
                 outcome = StepOutcome(run.state.get("read", 0), run.state.get("written", 0), stats)
                 BucketsInServer(self, run, outcome).settle()
+                if not self.options.client_side:
+                    UnbucketInServer(self, run, outcome).down()
                 self.drop_work_indexes(run, stats)
             self._unbucket_step(run, stats)
             return
