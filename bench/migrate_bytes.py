@@ -26,7 +26,7 @@ whole traffic per byte of data, "a batch more" the traffic the second half added
 changelog, lock, verification, cancel out). The client side runs once: its traffic is per document.
 
     python3 bench/migrate_bytes.py [--documents 1000] [--batch-size 1000] [--corpus orders weather]
-        [--step set_field ...] [--in-server-only]
+        [--step set_field ...] [--in-server-only] [--down]
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def server() -> tuple[str, Any]:
 
 
 def run(uri: str, docs: list[dict[str, Any]], step: str, params: dict[str, Any], client_side: bool,
-        batch_size: int) -> dict[str, Any]:  # fmt: skip
+        batch_size: int, down: bool = False) -> dict[str, Any]:  # fmt: skip
     direct = pymongo.MongoClient(uri, directConnection=True)
     address = direct.address or ("127.0.0.1", 27017)
     name = f"bench_bytes_{os.getpid()}"
@@ -275,11 +275,18 @@ def run(uri: str, docs: list[dict[str, Any]], step: str, params: dict[str, Any],
     elapsed = time.perf_counter() - started
     moved = proxy.bytes - before
     entry = direct[name].mongopat_changelog.find_one({"_id": "0001_bench"})["steps"][0]
+    down_bytes = None
+    if down:  # the same run's down, measured alone
+        before = proxy.bytes
+        Runner(client[name], load_folder(folder), RunOptions(batch_size=batch_size, client_side=client_side)).down(
+            "base"
+        )
+        down_bytes = proxy.bytes - before
     client.close()
     direct.drop_database(name)
     direct.close()
     return {"bytes": moved, "data": data, "commands": commands.count, "seconds": elapsed,
-            "in_server": entry.get("in_server")}  # fmt: skip
+            "in_server": entry.get("in_server"), "down": down_bytes}  # fmt: skip
 
 
 def main() -> None:
@@ -289,6 +296,7 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="+", choices=sorted(STEPS), default=sorted(STEPS))
     parser.add_argument("--step", nargs="+", default=None, help="only these steps")
     parser.add_argument("--in-server-only", action="store_true", help="skip the client side (slow on SecantusDB)")
+    parser.add_argument("--down", action="store_true", help="also the bytes of down (run after each up)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a killed bench stops its daemon too (finally)
     uri, process = server()
@@ -306,7 +314,7 @@ def main() -> None:
                     continue
                 ratios: dict[bool, float] = {}
                 for client_side in (False, True):
-                    one = run(uri, small, step, params, client_side, args.batch_size)
+                    one = run(uri, small, step, params, client_side, args.batch_size, args.down)
                     if not one["in_server"] and not client_side:
                         client_side = True  # the step needs Python: its run was the client side's
                     path = "client side" if client_side else "in server"
@@ -320,10 +328,13 @@ def main() -> None:
                         break
                     # One more batch: what a batch of --batch-size documents costs, apart from a run's fixed
                     # commands (changelog, lock, verification).
-                    two = run(uri, large, step, params, client_side, args.batch_size)
+                    two = run(uri, large, step, params, client_side, args.batch_size, args.down)
                     ratios[False] = (two["bytes"] - one["bytes"]) / (two["data"] - one["data"])
                     print(f"  {path:<12} {step:<18} {two['bytes'] / two['data']:>10.3f} {ratios[False]:>13.4f}"
                           f" {two['commands'] * 1000 / len(large):>12.1f}")  # fmt: skip
+                    if args.down:
+                        more = (two["down"] - one["down"]) / (two["data"] - one["data"])
+                        print(f"  {'  its down':<12} {step:<18} {two['down'] / two['data']:>10.3f} {more:>13.4f}")
                     if args.in_server_only:
                         break
                 summary.append((corpus, step, ratios.get(False), ratios.get(True)))

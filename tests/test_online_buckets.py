@@ -415,3 +415,58 @@ def test_the_servers_path_is_taken_unless_the_run_asks_for_the_client_side(mongo
     [state] = db.mongopat_changelog.find_one()["steps"]
     assert (state["in_server"], state["client_side"]) == (not client_side, expected)
     assert "ts_1" not in db.readings.index_information()  # the index the ranges worked with, dropped
+
+
+class BeforePublishing:
+    """A database that calls ``before()`` once, right before the in-server ``down`` writes a range's readings
+    into the collection (the aggregation on the stage that starts by leaving out declined buckets)."""
+
+    def __init__(self, db: Any, before: Any) -> None:
+        self._db, self._before = db, before
+
+    def __getitem__(self, name: str) -> Any:
+        collection, outer = self._db[name], self
+
+        class Collection:
+            def __getattr__(self, attribute: str) -> Any:
+                return getattr(collection, attribute)
+
+            def aggregate(self, pipeline: list[Any], *args: Any, **kwargs: Any) -> Any:
+                if outer._before is not None and pipeline[:1] == [{"$match": {"declined": False}}]:
+                    outer._before, before = None, outer._before
+                    before()
+                return collection.aggregate(pipeline, *args, **kwargs)
+
+        return Collection()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+@pytest.mark.server_only("the server computes the buckets")
+def test_a_reading_deleted_while_a_bucket_the_client_side_shares_is_unpacked_stays_deleted(mongo, tmp_path):
+    """A bucket holding a reading the client side's catch-up moved (its backup is bytes) is declined whole:
+    none of its readings is written by the server, so a reading of it the application deletes meanwhile (its
+    document not there yet, then pulled from the bucket) is not brought back."""
+    db = mongo.db
+    folder = setup(db, tmp_path, 29)
+    options = RunOptions(batch_size=7)
+    Runner(db, load_folder(folder), options).up()
+    roomy = db.readings.find_one({"readings": {"$type": "array"}, "count": {"$lt": SPEC["max_bucket_size"]}})
+    late = {"_id": 700, "sensor": roomy["sensor"], "ts": roomy["start"], "v": 1, "app_counter": 0}
+    db.readings.insert_one(dict(late))
+    Runner(db, load_folder(folder), options).up()  # the client side's catch-up: into that bucket's room
+    shared = db.readings.find_one({"readings._id": 700})
+    victim = next(item["_id"] for item in shared["readings"] if item["_id"] != 700)
+    deleted: list[int] = []
+
+    def delete_it() -> None:
+        deleted.append(db.readings.delete_one({"_id": victim, "readings": {"$exists": False}}).deleted_count)
+        pull = {"$pull": {"readings": {"_id": victim}}, "$inc": {"count": -1}}
+        deleted.append(db.readings.update_one({"readings._id": victim}, pull).modified_count)
+
+    Runner(BeforePublishing(db, delete_it), load_folder(folder), options).down("base")
+    assert deleted == [0, 1]
+    found = every_reading(db)
+    assert victim not in found
+    assert sorted(found) == sorted([*(i for i in range(60) if i != victim), 700])

@@ -57,6 +57,7 @@ class StepState(TypedDict, total=False):
     merge_on: dict[str, list[str]]  # in the server: a sharded side collection's $merge "on" (server/sharding.py)
     bucket_range: BucketRange | None  # in the server: the bucket step's open range
     unbucket_range: BucketRange | None  # in the server: the open range of the bucket step's down
+    first_pass_done: bool  # in the server: the bucket step's pass is over (the client side catches up)
 
 
 class ChangelogEntry(TypedDict, total=False):

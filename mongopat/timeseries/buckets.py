@@ -67,6 +67,29 @@ class _OpenBucket:
     high: dict[str, Any] = field(default_factory=dict)
     count: int = 0
     size: int = 0
+    # The sort key of each bound that is no sub-document, kept so that each reading computes only its own.
+    low_keys: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    high_keys: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    @staticmethod
+    def _widen(bounds: dict[str, Any], keys: dict[str, tuple[Any, ...]], name: str, value: Any, lower: bool) -> None:
+        """Take ``value`` into the bound ``name`` (the lowest or the highest in MongoDB's order)."""
+        if name not in bounds:
+            bounds[name] = value
+            return
+        current = bounds[name]
+        if isinstance(current, dict) and isinstance(value, dict):
+            bounds[name] = _bound(current, value, lower)
+            keys.pop(name, None)
+            return
+        known = keys.get(name)
+        if known is None:
+            known = bson_order(current)
+        new = bson_order(value)
+        if new < known if lower else new > known:
+            bounds[name], keys[name] = value, new
+        else:
+            keys[name] = known
 
     def add(self, measurement: Document, options: TimeSeriesOptions) -> None:
         key = str(self.count)
@@ -74,8 +97,8 @@ class _OpenBucket:
             if name == options.meta_field:
                 continue
             self.columns.setdefault(name, {})[key] = value
-            self.low[name] = _bound(self.low[name], value, True) if name in self.low else value
-            self.high[name] = _bound(self.high[name], value, False) if name in self.high else value
+            self._widen(self.low, self.low_keys, name, value, True)
+            self._widen(self.high, self.high_keys, name, value, False)
         self.count += 1
         self.size += len(bson.encode(measurement))
 

@@ -290,8 +290,8 @@ def unpacked_readings(step: Step, key: str, migration_id: str, index: int, kept_
     under ``key`` as a document again (``{bucket, declined, doc}``), as ``bucket_steps._as_document`` makes
     it: the original kept in ``kept_in`` where the reading is still what ``up`` put in its bucket (``$eq``
     and ``$bsonSize``), else the reading with its series, in the original's field order where one is kept.
-    A reading whose backup the client side made (its bytes, which the server cannot read) is ``declined``:
-    its bucket is the client side's."""
+    A reading whose backup the client side made (its bytes, which the server cannot read) declines its
+    bucket: every reading of it is ``declined``, and the bucket is the client side's."""
     series = step.params["series_key"]
     backup_id = {
         "m": {"$literal": migration_id},
@@ -334,6 +334,8 @@ def unpacked_readings(step: Step, key: str, migration_id: str, index: int, kept_
                 "doc": {"$let": {"vars": {"item": "$item", "series": "$series", "kept": "$kept"}, "in": document}},
             }
         },
+        # One reading declined declines its whole bucket: none of its readings is written here.
+        {"$setWindowFields": {"partitionBy": "$bucket", "output": {"declined": {"$max": "$declined"}}}},
         {"$out": into},
     ]
 

@@ -21,9 +21,9 @@ the changelog (``bucket_range``) so that a run stopped anywhere goes on from the
 
 Between a reading's stash and its delete, the application sees it with the field ``__mongopat_original``;
 from its bucket's publication on, in both shapes, as the transition's reads and writes expect (its change
-or delete applies to both). Readings the range leaves pending (changed meanwhile, inserted behind the pass)
-are taken by further passes; what those leave (a reading over 7 MiB, one holding ``__mongopat_original``
-itself) by the client side's catch-up.
+or delete applies to both). Readings the pass leaves pending (changed meanwhile, inserted behind it, a
+reading over 7 MiB, one holding ``__mongopat_original`` itself) are the client side's catch-up's, which
+fills the room of their window's newest bucket.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pymongo.errors import OperationFailure
 from mongopat.migrate.bookkeeping import BACKUP, stage_name
 from mongopat.migrate.contracts import BucketRange, StepRun
 from mongopat.migrate.operations import bucket, bucket_stages
-from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
+from mongopat.migrate.runner import StepOutcome, count
 from mongopat.migrate.server import sharding
 from mongopat.migrate.server.in_server_steps import stash_key
 
@@ -90,17 +90,25 @@ class BucketsInServer:
     # -- passes ----------------------------------------------------------------------------------
 
     def up(self) -> None:
-        """The first pass (from where a stopped run was), then further passes while they move readings."""
+        """One pass over the readings in time order (from where a stopped run was). What it leaves pending
+        (readings inserted behind it or changed while it ran) is the client side's catch-up's, which puts
+        them into the room of their window's newest bucket: a pass here would open a new bucket in each
+        window for them."""
+        if self.run.state.get("first_pass_done"):
+            self.settle()
+            return
         self._work_indexes()
         total = self.collection.estimated_document_count()
         low, first_pass = self.run.state.get("last_id"), True
         if (open_range := self.run.state.get("bucket_range")) is not None:
             low = open_range["high"]
-            first_pass = low is not None  # the open range was the last of the first pass
+            first_pass = low is not None  # the open range was the last of the pass
             self.settle()
         if first_pass:
             self.one_pass(low, (total or 0) // self.steps.options.batch_size + 2, total)
-        self.catch_up()
+        self.db[self.stage].drop()
+        self.steps.drop_work_indexes(self.run, self.outcome.stats)
+        self.steps.changelog.step(self.run.migration_id, self.run.index, first_pass_done=True)
 
     def settle(self) -> None:
         """Finish the range a stopped run left open (before ``down``: a reading published but not yet
@@ -110,22 +118,6 @@ class BucketsInServer:
             self._checkpoint(self._finish(open_range["low"], high, open_range["phase"]), high, None)
             self.run.state["bucket_range"] = None
             self.db[self.stage].drop()  # (a down's own stage, of a down stopped before, is left alone)
-
-    def catch_up(self) -> int:
-        """Passes over the readings still pending, from the first window, while they move any (the indexes
-        the step works with dropped after); returns the readings they moved."""
-        self._work_indexes()
-        moved = 0
-        for _pass in range(CATCH_UP_PASSES):
-            pending = self.collection.count_documents(bucket_stages.pending_in(self.run.step, None, None))
-            done = self.one_pass(None, pending // self.steps.options.batch_size + 1, None)
-            moved += done
-            if not done:
-                break
-        count(self.outcome.stats, "caught_up", moved)
-        self.db[self.stage].drop()
-        self.steps.drop_work_indexes(self.run, self.outcome.stats)
-        return moved
 
     def one_pass(self, low: Any, budget: int, total: int | None) -> int:
         """Ranges from ``low`` on, at most ``budget`` of them; returns the readings moved."""

@@ -303,9 +303,10 @@ class InServerSteps(ServerSteps):
         breaks = self._breaks.get(collection.name) or ShardBreaks()
         start, has_start = last, has_last
         while breaks.values:
-            brk = breaks.after(start, has_start)
-            if brk is None or breaks.below(high, brk):
+            found = breaks.after(start, has_start)
+            if found is None or breaks.below(high, found[1]):
                 return high, False
+            brk = found[0]
             below = {"$and": [query, {"_id": {"$lt": brk}}]}
             for doc in collection.find(below, {"_id": 1}, sort=[("_id", DESCENDING)], limit=1):
                 return doc["_id"], True

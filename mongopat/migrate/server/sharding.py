@@ -79,7 +79,8 @@ _FOLLOWED = frozenset({MIN_KEY, NULL, NUMBER, STRING, OBJECT_ID, BOOLEAN, DATE, 
 def followed_order(value: Any) -> tuple[Any, ...] | None:
     """``value``'s sort key in MongoDB's order (``mongopat.bson_order``) when its type is one ranges follow;
     None for others."""
-    return bson_order(value) if type_bracket(value) in _FOLLOWED else None
+    key = bson_order(value)
+    return key if key[0] in _FOLLOWED else None  # a key starts with its type's bracket
 
 
 @dataclass(frozen=True)
@@ -97,22 +98,22 @@ class ShardBreaks:
             raise ValueError("a break of a type whose order is not followed")
         object.__setattr__(self, "keys", keys)
 
-    def after(self, value: Any, has_value: bool) -> Any | None:
-        """The first break above ``value`` (the first of all when there is no value); None when none is, or
-        when ``value`` is of a type whose order is not followed."""
+    def after(self, value: Any, has_value: bool) -> tuple[Any, tuple[Any, ...]] | None:
+        """The first break above ``value`` (the first of all when there is no value), with its sort key; None
+        when none is, or when ``value`` is of a type whose order is not followed."""
         if not has_value:
-            return self.values[0] if self.values else None
+            return (self.values[0], self.keys[0]) if self.values else None
         key = followed_order(value)
         if key is None:
             return None
         position = bisect_right(self.keys, key)
-        return self.values[position] if position < len(self.values) else None
+        return (self.values[position], self.keys[position]) if position < len(self.values) else None
 
     @staticmethod
-    def below(value: Any, brk: Any) -> bool:
-        """Whether ``value`` sorts before the break ``brk``."""
-        key, brk_key = followed_order(value), followed_order(brk)
-        return key is not None and brk_key is not None and key < brk_key
+    def below(value: Any, brk_key: tuple[Any, ...]) -> bool:
+        """Whether ``value`` sorts before the break whose sort key is ``brk_key``."""
+        key = followed_order(value)
+        return key is not None and key < brk_key
 
 
 def shard_breaks(db: Any, name: str) -> ShardBreaks:
