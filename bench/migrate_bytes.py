@@ -275,7 +275,7 @@ def run(uri: str, docs: list[dict[str, Any]], step: str, params: dict[str, Any],
     elapsed = time.perf_counter() - started
     moved = proxy.bytes - before
     entry = direct[name].mongopat_changelog.find_one({"_id": "0001_bench"})["steps"][0]
-    down_bytes = None
+    down_bytes, commands_up = None, commands.count
     if down:  # the same run's down, measured alone
         before = proxy.bytes
         Runner(client[name], load_folder(folder), RunOptions(batch_size=batch_size, client_side=client_side)).down(
@@ -285,7 +285,7 @@ def run(uri: str, docs: list[dict[str, Any]], step: str, params: dict[str, Any],
     client.close()
     direct.drop_database(name)
     direct.close()
-    return {"bytes": moved, "data": data, "commands": commands.count, "seconds": elapsed,
+    return {"bytes": moved, "data": data, "commands": commands_up, "seconds": elapsed,
             "in_server": entry.get("in_server"), "down": down_bytes}  # fmt: skip
 
 
