@@ -31,9 +31,9 @@ from tests.support.backend import first_seeds_only
 from tests.support.readings import SPEC, T0, ReadingsApplication, check_readings_kept, every_reading, reading
 
 
-def setup(db: Any, tmp_path: Any, seed: int) -> Any:
+def setup(db: Any, tmp_path: Any, seed: int, readings: int = 60) -> Any:
     rng = random.Random(seed)
-    db.readings.insert_many([reading(i, rng) for i in range(60)])
+    db.readings.insert_many([reading(i, rng) for i in range(readings)])
     db.readings.insert_one({"_id": 999, "sensor": "s0", "note": "no time: left as it is"})
     folder = tmp_path / f"b{seed}"
     folder.mkdir()
@@ -292,11 +292,11 @@ def _snapshot(db: Any) -> tuple[list[bytes], list[bytes]]:
 def test_a_crash_after_any_command_of_the_servers_path_resumes_to_the_same_bytes(mongo, tmp_path):
     """Killed after each of its calls in turn (its work done, not yet recorded), ``up`` resumed gives the
     collection and the backups of a run never stopped, byte for byte; ``down`` then gives the original."""
-    options = RunOptions(batch_size=20)
+    options = RunOptions(batch_size=12)  # two ranges and an open last one, of 30 readings
     reference = mongo.client[mongo.db_name + "_whole"]
     try:
         (tmp_path / "whole").mkdir()
-        folder = setup(reference, tmp_path / "whole", 13)
+        folder = setup(reference, tmp_path / "whole", 13, readings=30)
         original = sorted(bson.encode(d) for d in reference.readings.find())
         counting = CrashAfterCommand(reference, -1)
         Runner(counting, load_folder(folder), options).up()
@@ -308,7 +308,7 @@ def test_a_crash_after_any_command_of_the_servers_path_resumes_to_the_same_bytes
     for n in range(1, calls + 1):
         mongo.client.drop_database(db.name)
         (tmp_path / str(n)).mkdir()
-        folder = setup(db, tmp_path / str(n), 13)
+        folder = setup(db, tmp_path / str(n), 13, readings=30)
         with pytest.raises(Crash):
             Runner(CrashAfterCommand(db, n), load_folder(folder), options).up()
         Runner(db, load_folder(folder), options).up()
@@ -321,9 +321,9 @@ def test_a_crash_after_any_command_of_the_servers_path_resumes_to_the_same_bytes
 def test_a_crash_after_any_command_of_the_servers_down_resumes_to_the_original_bytes(mongo, tmp_path):
     """``down`` killed after each of its calls in turn, then run again, gives the collection as it was
     before ``up``, byte for byte, and keeps no backup."""
-    options = RunOptions(batch_size=20)
+    options = RunOptions(batch_size=12)
     db = mongo.db
-    folder = setup(db, tmp_path, 23)
+    folder = setup(db, tmp_path, 23, readings=30)
     original = sorted(bson.encode(d) for d in db.readings.find())
     Runner(db, load_folder(folder), options).up()
     bucketed = list(db.readings.find())

@@ -57,6 +57,7 @@ class UnbucketInServer:
         self.steps.create_own_index(self.run, {bucket_stages.STASHED: 1}, stats, "work_indexes", sparse=True)
         if (open_range := self.run.state.get("unbucket_range")) is not None:
             self._finish(open_range["low"], open_range["high"], open_range["phase"])
+            self._done()
         for _pass in range(CATCH_UP_PASSES + 1):
             before = stats.get("unpacked", 0)
             self._one_pass()
@@ -80,10 +81,7 @@ class UnbucketInServer:
             high = found[0]["start"] + datetime.timedelta(milliseconds=1) if found else None
             self._record(low, high, STASH)
             self._finish(low, high, STASH)
-            self.steps.changelog.step(
-                self.run.migration_id, self.run.index, unbucket_range=None, stats=self.outcome.stats
-            )
-            self.steps.lock.renew()
+            self._done()
             if high is None:
                 return
             low = high
@@ -120,6 +118,11 @@ class UnbucketInServer:
         raced = self.collection.update_many({bucket_stages.STASHED: self.key}, bucket_stages.unstash()).modified_count
         if raced:
             count(stats, "buckets_changed_meanwhile", raced)
+
+    def _done(self) -> None:
+        """A range is done: the changelog forgets it (with the figures so far), and the lease is renewed."""
+        self.steps.changelog.step(self.run.migration_id, self.run.index, unbucket_range=None, stats=self.outcome.stats)
+        self.steps.lock.renew()
 
     def _record(self, low: Any, high: Any, phase: str) -> None:
         opened: BucketRange = {"low": low, "high": high, "phase": phase}
