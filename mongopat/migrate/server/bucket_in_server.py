@@ -77,7 +77,7 @@ def client_side_because(steps: BucketSteps, run: StepRun) -> str | None:
 
 
 class BucketsInServer:
-    """The in-server path of one bucket step's run (``up`` and its catch-up)."""
+    """The in-server path of one bucket step's run: ``up``'s pass, and the range a stopped run left open."""
 
     def __init__(self, steps: BucketSteps, run: StepRun, outcome: StepOutcome) -> None:
         self.steps, self.run, self.outcome = steps, run, outcome
