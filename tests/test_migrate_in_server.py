@@ -9,6 +9,7 @@ import contextlib
 import datetime
 import random
 import re
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,7 +23,7 @@ from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server import sharding
+from mongopat.migrate.server import shard_stretches, sharding
 from mongopat.migrate.server.in_server_steps import InServerSteps, server_pending
 from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
@@ -448,6 +449,7 @@ class Crashing:
 
     def __init__(self, collection: Any, method: str, crash_at: int) -> None:
         self._collection, self.method, self.crash_at, self.calls = collection, method, crash_at, 0
+        self.counting = threading.Lock()  # calls from several threads (a shard's stretches each)
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._collection, name)
@@ -455,12 +457,29 @@ class Crashing:
             return attribute
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls += 1
-            if self.calls == self.crash_at:
+            with self.counting:
+                self.calls += 1
+                killed = self.calls == self.crash_at
+            if killed:
                 raise RuntimeError("killed inside a batch")
             return attribute(*args, **kwargs)
 
         return call
+
+
+def resumed_like_the_reference(db: Any, reference_db: Any, folder: Any, batch_size: int) -> None:
+    """After a killed run: the next ``up`` ends with the reference's documents and side documents, no
+    original left in a document, every backup kept, and ``down`` gives both the same bytes again."""
+    Runner(db, load_folder(folder), RunOptions(batch_size=batch_size)).up()
+    created = [name for name in reference_db.list_collection_names() if name.startswith("items_")]
+    for name in ("items", *created):
+        assert raw_documents(db, name) == raw_documents(reference_db, name)
+    assert db.items.count_documents({"__mongopat_original": {"$exists": True}}) == 0
+    assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
+    before = raw_documents(reference_db, "items")
+    Runner(reference_db, load_folder(folder), RunOptions(batch_size=batch_size)).down("base")
+    Runner(db, load_folder(folder), RunOptions(batch_size=batch_size)).down("base")
+    assert raw_documents(db, "items") == raw_documents(reference_db, "items") != before
 
 
 @pytest.mark.server_only("the server computes the transform")
@@ -495,16 +514,7 @@ def test_a_run_killed_inside_a_batch_resumes_to_the_same_bytes(mongo, tmp_path, 
                 load_folder(folder),
                 RunOptions(batch_size=8),
             ).up()
-        Runner(db, load_folder(folder), RunOptions(batch_size=8)).up()
-        created = [name for name in reference_db.list_collection_names() if name.startswith("items_")]
-        for name in ("items", *created):
-            assert raw_documents(db, name) == raw_documents(reference_db, name)
-        assert db.items.count_documents({"__mongopat_original": {"$exists": True}}) == 0
-        assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
-        before = raw_documents(reference_db, "items")
-        Runner(reference_db, load_folder(folder), RunOptions(batch_size=8)).down("base")
-        Runner(db, load_folder(folder), RunOptions(batch_size=8)).down("base")
-        assert raw_documents(db, "items") == raw_documents(reference_db, "items") != before
+        resumed_like_the_reference(db, reference_db, folder, 8)
     finally:
         mongo.client.drop_database(mongo.db_name + "_r")
 
@@ -1164,17 +1174,35 @@ class ChunksDatabase:
     ("key", "chunks", "uuid", "breaks"),
     [
         # Chunks already in the server's order: a break where the shard changes, none between two of one shard.
-        ({"_id": 1}, [(bson.MinKey(), "a"), (10, "a"), (25, "b"), (40, "a")], "u1", (25, 40)),
-        ({"_id": 1}, [(bson.MinKey(), "a"), (10, "b"), (25, "b")], None, (10,)),  # before 5.0: chunks by ns
-        ({"_id": 1, "day": 1}, [(bson.MinKey(), "a"), ("k", "b")], "u1", ("k",)),  # _id first: followed
-        ({"_id": "hashed"}, [(bson.MinKey(), "a"), (10, "b")], "u1", ()),  # hashed: ranges cross every shard
-        ({"customerId": 1}, [(bson.MinKey(), "a"), (10, "b")], "u1", ()),  # ranges of _id gain nothing
-        ({"_id": 1}, [(bson.MinKey(), "a"), ({"x": 1}, "b")], "u1", ()),  # an _id whose order is not followed
+        ({"_id": 1}, [(bson.MinKey(), "a"), (10, "a"), (25, "b"), (40, "a")], "u1", ((25, 40), ("a", "b", "a"))),
+        ({"_id": 1}, [(bson.MinKey(), "a"), (10, "b"), (25, "b")], None, ((10,), ("a", "b"))),  # before 5.0: by ns
+        ({"_id": 1, "day": 1}, [(bson.MinKey(), "a"), ("k", "b")], "u1", (("k",), ("a", "b"))),  # _id first
+        ({"_id": 1}, [(bson.MinKey(), "a"), (10, "a")], "u1", ((), ())),  # one shard: one stretch, no break
+        ({"_id": "hashed"}, [(bson.MinKey(), "a"), (10, "b")], "u1", ((), ())),  # hashed: every command, every shard
+        ({"customerId": 1}, [(bson.MinKey(), "a"), (10, "b")], "u1", ((), ())),  # ranges of _id gain nothing
+        ({"_id": 1}, [(bson.MinKey(), "a"), ({"x": 1}, "b")], "u1", ((), ())),  # an _id whose order is not followed
     ],
 )
 def test_shard_breaks_are_where_a_range_sharded_collections_chunks_pass_to_another_shard(key, chunks, uuid, breaks):
     database = ChunksDatabase(key, chunks, uuid)
-    assert sharding.shard_breaks(database, "items").values == breaks
+    found = sharding.shard_breaks(database, "items")
+    assert (found.values, found.shards) == breaks
+    bounds = [None, *breaks[0], None]
+    assert found.stretches() == [(bounds[n], bounds[n + 1], shard) for n, shard in enumerate(breaks[1])]
+
+
+@pytest.mark.parametrize(
+    ("shards", "workers", "threads"),
+    [
+        (("a", "b", "a"), None, 2),  # a thread per shard, whatever its stretches
+        (("a", "b", "c", "b"), 2, 2),  # --workers caps them
+        (("a", "b"), 1, 1),  # --workers 1: one pass, its ranges ending where the chunks pass to another shard
+        ((), None, 1),  # chunks not read (or one shard): one pass
+    ],
+)
+def test_a_pass_takes_a_thread_per_shard_holding_chunks(shards, workers, threads):
+    breaks = sharding.ShardBreaks(tuple(range(10, 10 * len(shards), 10)), shards)
+    assert shard_stretches.shards_at_once(breaks, workers) == threads
 
 
 @pytest.mark.parametrize(
@@ -1212,9 +1240,9 @@ def test_in_server_ranges_end_where_the_chunks_pass_to_another_shard(mongo, tmp_
     spans: list[tuple[Any, bool, Any]] = []
     settle = InServerSteps._settle
 
-    def recorded(self: Any, run: Any, last: Any, has_last: bool, high: Any, *rest: Any) -> int:
-        spans.append((last, has_last, high))
-        return settle(self, run, last, has_last, high, *rest)
+    def recorded(self: Any, run: Any, start: Any, high: Any, *rest: Any) -> int:
+        spans.append((start.value, start.has_value, high))
+        return settle(self, run, start, high, *rest)
 
     monkeypatch.setattr(InServerSteps, "_settle", recorded)
     try:
@@ -1248,3 +1276,101 @@ def test_in_server_ranges_end_where_the_chunks_pass_to_another_shard(mongo, tmp_
         assert raw_documents(server_db, "items") == raw_documents(client_db, "items")
     finally:
         mongo.client.drop_database(mongo.db_name + "_c")
+
+
+# Chunks of _id on two shards: [MinKey, 12) and [30, MaxKey) on "a", [12, 30) on "b".
+TWO_SHARDS = sharding.ShardBreaks((12, 30), ("a", "b", "a"))
+
+
+def stretch_of(value: Any) -> int:
+    return sum(value >= brk for brk in TWO_SHARDS.values)
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", ["unset_field", "extended_reference", "subset"])
+def test_each_shard_takes_its_stretches_in_its_own_thread_at_once(mongo, tmp_path, monkeypatch, case):
+    """A collection whose chunks of _id lie on two shards: a thread per shard, the two at work at the same
+    time (each one's first range waits for the other's), no range crossing a stretch, and the result the
+    client side's byte for byte."""
+    client_db, server_db = mongo.client[mongo.db_name + "_c"], mongo.db
+    monkeypatch.setattr(
+        sharding, "shard_breaks", lambda db, name: TWO_SHARDS if name == "items" else sharding.ShardBreaks()
+    )
+    both = threading.Barrier(2, timeout=30)
+    spans: list[tuple[str, Any, bool, bool, Any]] = []
+    settle = InServerSteps._settle
+
+    def recorded(self: Any, run: Any, start: Any, high: Any, *rest: Any) -> int:
+        name = threading.current_thread().name
+        if name == "MainThread":  # the catch-up pass after the stretches
+            return settle(self, run, start, high, *rest)
+        if not any(span[0] == name for span in spans):
+            both.wait()  # a BrokenBarrierError (30 s) unless the other shard's thread is at work too
+        spans.append((name, start.value, start.has_value, start.inclusive, high))
+        return settle(self, run, start, high, *rest)
+
+    monkeypatch.setattr(InServerSteps, "_settle", recorded)
+    try:
+        for db in (client_db, server_db):
+            db.items.insert_many(documents(45, nan=False))
+            db.owners.insert_many(OWNERS)
+        folder = migration(tmp_path, case)
+        Runner(client_db, load_folder(folder), RunOptions(batch_size=5, client_side=True)).up()
+        spans.clear()
+        [applied] = Runner(server_db, load_folder(folder), RunOptions(batch_size=5)).up()
+        state = step_state(server_db)
+        assert state["in_server"] is True and state["stats"]["shards_at_once"] == 2
+        assert [s["done"] for s in state["stretches"]] == [True, True, True]
+        assert {(s["low"], s["high"], s["shard"]) for s in state["stretches"]} == set(TWO_SHARDS.stretches())
+        threads = {span[0] for span in spans}
+        assert len(threads) == 2
+        for _name, value, has_value, inclusive, high in spans:
+            if has_value:  # a range lies in one stretch, begun at its low bound (inclusive) or after a range
+                assert stretch_of(value) == stretch_of(high) and inclusive == (value in TWO_SHARDS.values)
+        # Each thread takes one shard's stretches: "a" [MinKey, 12) and [30, MaxKey), "b" [12, 30).
+        shards = {name: {stretch_of(high) for n, _v, _h, _i, high in spans if n == name} for name in threads}
+        assert sorted(map(sorted, shards.values())) == [[0, 2], [1]]
+        assert f"step 1 ({case}): 2 shard(s) worked on at once" in " ".join(applied["notes"])
+        for name in ["items", *[n for n in client_db.list_collection_names() if n.startswith("items_")]]:
+            assert raw_documents(server_db, name) == raw_documents(client_db, name)
+        assert Runner(server_db, load_folder(folder)).verify() == {"0001_step": []}
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_c")
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize(
+    ("collection", "method", "crash_at"),
+    [
+        ("items", "update_many", 1),  # a first range rewritten in one stretch, nothing settled
+        ("items", "update_many", 4),  # ranges of both stretches open, some released
+        ("mongopat_backup", "aggregate", 3),  # backups of one stretch's range made, not checked
+        ("mongopat_backup", "aggregate", 9),  # further on, both threads at work
+    ],
+)
+def test_a_run_over_stretches_killed_anywhere_resumes_to_the_same_bytes(
+    mongo, tmp_path, monkeypatch, collection, method, crash_at
+):
+    """Killed in one shard's thread (the other stops after its current range), the next up settles each
+    stretch's open range and goes on from each one's checkpoint: the same documents and side documents as
+    one pass, no original left in a document, every backup kept, and down back to the same bytes."""
+    reference_db, db = mongo.client[mongo.db_name + "_r"], mongo.db
+    try:
+        for target in (reference_db, db):
+            target.items.insert_many(documents(45, seed=6, nan=False))
+        folder = migration(tmp_path, "subset")
+        Runner(reference_db, load_folder(folder), RunOptions(batch_size=4)).up()
+        monkeypatch.setattr(
+            sharding, "shard_breaks", lambda db, name: TWO_SHARDS if name == "items" else sharding.ShardBreaks()
+        )
+        with pytest.raises(RuntimeError, match="killed inside a batch"):
+            Runner(
+                WithCollection(db, collection, Crashing(db[collection], method, crash_at)),
+                load_folder(folder),
+                RunOptions(batch_size=4),
+            ).up()
+        assert step_state(db)["stretches"]
+        resumed_like_the_reference(db, reference_db, folder, 4)
+        assert all(s["done"] and s["stashed_to"] is None for s in step_state(db)["stretches"])
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_r")

@@ -22,6 +22,7 @@ import pytest
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
+from mongopat.migrate.server import sharding
 from mongopat.migrate.server.runner import Runner
 from tests.support.application import (
     SEEDS,
@@ -32,8 +33,8 @@ from tests.support.application import (
     migrated_fields_gone,
     order,
     setup,
+    up_and_down_while_writing,
     up_with_crashes,
-    with_writer_thread,
     writer_cases,
 )
 from tests.support.backend import first_seeds_only
@@ -82,21 +83,13 @@ def test_a_writer_thread_during_up_and_down(mongo, tmp_path, name, client_side):
     app = Application((other[mongo.db_name] if other is not None else db).orders, 9)
     target = db if other is not None else InterleavingDatabase(db, app)
     options = RunOptions(batch_size=5, client_side=client_side)
-    try:
-        with_writer_thread(app, lambda: Runner(target, load_folder(folder), options).up())
-        app.enabled = False
-        Runner(db, load_folder(folder), options).up()
-        state = db.mongopat_changelog.find_one({"_id": "0001_online"})["steps"][0]
-        computed_inside = OPERATIONS[step.name].server_stages(step) is not None
+    computed_inside = OPERATIONS[step.name].server_stages(step) is not None
+
+    def recorded(state: dict[str, Any]) -> None:
         assert bool(state["in_server"]) is (mongo.real and not client_side and computed_inside), state["client_side"]
-        assert db.orders.count_documents(OPERATIONS[step.name].pending(step)) == 0
-        check_writes_kept(db, app, step)
-        app.enabled = True
-        with_writer_thread(app, lambda: Runner(target, load_folder(folder), options).down("base"))
-        app.enabled = False
-        check_writes_kept(db, app, step)
-        for doc in db.orders.find():
-            assert migrated_fields_gone(step, doc), f"{doc['_id']} still in the new shape after down: {doc}"
+
+    try:
+        up_and_down_while_writing(db, target, app, folder, step, options, recorded)
     finally:
         if other is not None:
             other.close()
@@ -295,3 +288,28 @@ def test_down_merges_back_documents_the_application_wrote_in_the_new_shape(mongo
     assert db.orders.find_one({"_id": 901})["items"] == items[:2]
     assert {"itemsCount", "has_overflow"} <= set(db.orders.find_one({"_id": 901}))
     assert step.created_collections()[0] not in db.list_collection_names()
+
+
+@pytest.mark.server_only("the server computes the transform, a thread per shard")
+@pytest.mark.parametrize("name", ["computed", "subset", "extended_reference", "document_versioning"])
+def test_a_writer_thread_while_each_shard_takes_its_stretches(mongo, tmp_path, monkeypatch, name):
+    """The orders sharded on a range of _id whose chunks lie on two shards (as config.chunks would say):
+    a thread per shard, each taking its stretches, while the application writes on its own connection.
+    No acknowledged write is lost, reverted or brought back."""
+    breaks = sharding.ShardBreaks((13, 27), ("a", "b", "a"))
+    monkeypatch.setattr(
+        sharding, "shard_breaks", lambda db, coll: breaks if coll == "orders" else sharding.ShardBreaks()
+    )
+    db = mongo.db
+    step, folder = setup(db, tmp_path, name, 9)
+    other = mongo.new_client()
+    app = Application(other[mongo.db_name].orders, 9)
+
+    def recorded(state: dict[str, Any]) -> None:
+        assert state["in_server"] is True and state["stats"]["shards_at_once"] == 2
+        assert [stretch["done"] for stretch in state["stretches"]] == [True, True, True]
+
+    try:
+        up_and_down_while_writing(db, db, app, folder, step, RunOptions(batch_size=4), recorded)
+    finally:
+        other.close()

@@ -29,8 +29,8 @@ from tests.support.application import (
     STEPS,
     Application,
     check_writes_kept,
-    migrated_fields_gone,
     setup,
+    up_and_down_while_writing,
     with_writer_thread,
     writer_cases,
 )
@@ -53,18 +53,7 @@ def test_a_writer_on_its_own_connection_during_up_and_down(mongo, tmp_path, name
     with mongo.new_client() as other:
         app_ = Application(other[mongo.db_name].orders, 21)
         options = RunOptions(batch_size=5, client_side=client_side)
-        with_writer_thread(app_, lambda: Runner(db, load_folder(folder), options).up())
-        app_.enabled = False
-        Runner(db, load_folder(folder), options).up()  # the last old-shape writes, once the application stopped
-        assert db.orders.count_documents(OPERATIONS[step.name].pending(step)) == 0
-        assert Runner(db, load_folder(folder), options).verify() == {"0001_online": []}
-        check_writes_kept(db, app_, step)
-        app_.enabled = True
-        with_writer_thread(app_, lambda: Runner(db, load_folder(folder), options).down("base"))
-        app_.enabled = False
-        check_writes_kept(db, app_, step)
-    for doc in db.orders.find():
-        assert migrated_fields_gone(step, doc), f"{doc['_id']} still in the new shape after down: {doc}"
+        up_and_down_while_writing(db, db, app_, folder, step, options, lambda _state: None)
 
 
 @pytest.mark.server_only(THREADS)

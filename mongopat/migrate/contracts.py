@@ -35,6 +35,20 @@ class BucketRange(TypedDict):
     phase: str  # stash, staged, published
 
 
+class Stretch(TypedDict):
+    """A stretch of ``_id`` one shard's chunks hold, ``[low, high)`` (None: unbounded), which the in-server
+    pass takes in a thread of that shard's (``server/shard_stretches.py``), with its own checkpoint and
+    open range."""
+
+    low: Any
+    high: Any
+    shard: str
+    last_id: Any  # the checkpoint: the end of the stretch's last range done
+    has_last: bool
+    stashed_to: Any  # the end of its range whose documents may still hold their originals
+    done: bool
+
+
 class StepState(TypedDict, total=False):
     """The changelog's record of one step of a migration (``initial_steps`` writes the first keys)."""
 
@@ -53,6 +67,7 @@ class StepState(TypedDict, total=False):
     in_server: bool | None  # computed by the server (server/in_server_steps.py), decided once
     client_side: str | None  # why not
     stashed_to: Any  # in the server: the end of the range whose documents may still hold their originals
+    stretches: list[Stretch]  # in the server: a sharded collection's stretches, one shard's thread each
     prepared: dict[str, list[str]]  # collections the step creates that existed empty: their indexes then
     merge_on: dict[str, list[str]]  # in the server: a sharded side collection's $merge "on" (server/sharding.py)
     bucket_range: BucketRange | None  # in the server: the bucket step's open range

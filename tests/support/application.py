@@ -339,3 +339,24 @@ def up_with_crashes(db: Any, app: Any, folder: Any, batch_size: int = 7) -> None
             return
         except Crash:
             continue
+
+
+def up_and_down_while_writing(
+    db: Any, target: Any, app: Application, folder: Any, step: Any, options: RunOptions, recorded: Any
+) -> None:
+    """``up`` while ``app`` writes on its own thread, a last ``up`` once it stops, then ``down`` to base
+    while it writes again: every acknowledged write kept at each end, nothing left in the new shape.
+    ``recorded`` checks the step's changelog record after ``up``."""
+    with_writer_thread(app, lambda: Runner(target, load_folder(folder), options).up())
+    app.enabled = False
+    Runner(db, load_folder(folder), options).up()
+    recorded(db.mongopat_changelog.find_one({"_id": "0001_online"})["steps"][0])
+    assert db.orders.count_documents(OPERATIONS[step.name].pending(step)) == 0
+    assert Runner(db, load_folder(folder), options).verify() == {"0001_online": []}
+    check_writes_kept(db, app, step)
+    app.enabled = True
+    with_writer_thread(app, lambda: Runner(target, load_folder(folder), options).down("base"))
+    app.enabled = False
+    check_writes_kept(db, app, step)
+    for doc in db.orders.find():
+        assert migrated_fields_gone(step, doc), f"{doc['_id']} still in the new shape after down: {doc}"

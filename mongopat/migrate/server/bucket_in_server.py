@@ -29,10 +29,9 @@ fills the room of their window's newest bucket.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pymongo import ASCENDING
-from pymongo.errors import OperationFailure
 
 from mongopat.migrate.bookkeeping import BACKUP, stage_name
 from mongopat.migrate.contracts import BucketRange, StepRun
@@ -66,25 +65,38 @@ def client_side_because(steps: BucketSteps, run: StepRun) -> str | None:
         return "$setWindowFields and $setField need MongoDB 5.0"
     if sharding.sharding(steps.db, run.step.collection).sharded:
         return "the collection is sharded: the buckets' insert-only $merge would need its shard key in each bucket"
-    try:
-        found = list(steps.db.list_collections(filter={"name": run.step.collection}))
-    except OperationFailure:
-        found = []
-    locale = (((found[0].get("options") or {}).get("collation") or {}).get("locale", "simple")) if found else "simple"
+    locale = (steps.collection_options(run.step.collection).get("collation") or {}).get("locale", "simple")
     if locale != "simple":
         return f"its default collation ({locale}) would group series the client side tells apart"
     return None
 
 
-class BucketsInServer:
-    """The in-server path of one bucket step's run: ``up``'s pass, and the range a stopped run left open."""
+class BucketRanges:
+    """What both directions of the bucket step inside the server share: the step's run, its stage
+    collection, the key its stashes carry, and the changelog field its open range is recorded in."""
+
+    RANGE_FIELD: ClassVar[str]  # the StepState field of the open range
+    KEY_SUFFIX: ClassVar[str] = ""  # tells a down's stashes from up's
 
     def __init__(self, steps: BucketSteps, run: StepRun, outcome: StepOutcome) -> None:
         self.steps, self.run, self.outcome = steps, run, outcome
         self.db = steps.db
         self.collection = self.db[run.step.collection]
         self.stage = stage_name(run.migration_id, run.index)
-        self.key = stash_key(run)
+        self.key = stash_key(run) + self.KEY_SUFFIX
+
+    def _record(self, low: Any, high: Any, phase: str) -> None:
+        opened: BucketRange = {"low": low, "high": high, "phase": phase}
+        self.steps.changelog.step(self.run.migration_id, self.run.index, **{self.RANGE_FIELD: opened})
+
+
+class BucketsInServer(BucketRanges):
+    """The in-server path of one bucket step's run: ``up``'s pass, and the range a stopped run left open."""
+
+    RANGE_FIELD = "bucket_range"
+
+    def __init__(self, steps: BucketSteps, run: StepRun, outcome: StepOutcome) -> None:
+        super().__init__(steps, run, outcome)
         self.time = run.step.params["time_field"]
 
     # -- passes ----------------------------------------------------------------------------------
@@ -205,10 +217,6 @@ class BucketsInServer:
                 {"_id": {"$in": [row["_id"] for row in found]}}, bucket_stages.pull(), let={"ids": ids}
             )
         return len(ids)
-
-    def _record(self, low: Any, high: Any, phase: str) -> None:
-        opened: BucketRange = {"low": low, "high": high, "phase": phase}
-        self.steps.changelog.step(self.run.migration_id, self.run.index, bucket_range=opened)
 
     def _work_indexes(self) -> None:
         """The step's own index (buckets by series and start), and two it works with: readings by time (the

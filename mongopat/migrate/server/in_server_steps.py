@@ -60,7 +60,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import bson
 from bson import MinKey, ObjectId
 from pymongo import ASCENDING, DESCENDING
-from pymongo.errors import OperationFailure
 
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.context_sources import DatabaseDocuments
@@ -101,6 +100,25 @@ class TakenRange(NamedTuple):
     backed: int
     rewritten: int
     share: float
+
+
+class After(NamedTuple):
+    """Where a range of a pass starts: after ``value`` (the last ``_id`` done), or from it on where
+    ``inclusive`` (the low bound of a shard's stretch, ``shard_stretches.py``); from the first ``_id``
+    without a value."""
+
+    value: Any = None
+    has_value: bool = False
+    inclusive: bool = False
+
+    def bound(self) -> dict[str, Any]:
+        """The ``_id`` condition of the documents from here on (empty: all)."""
+        if not self.has_value:
+            return {}
+        return {"$gte" if self.inclusive else "$gt": self.value}
+
+
+FIRST = After()
 
 
 class InServerSteps(ServerSteps):
@@ -161,11 +179,7 @@ class InServerSteps(ServerSteps):
         does not name, and the rewrite keeps each original in its document until it is backed up; or the
         step orders or matches values (``server_declines``) and the collection's default collation, which
         the update pipelines compare strings with, is not the simple binary order Python's is."""
-        try:
-            found = list(self.db.list_collections(filter={"name": step.collection}))
-        except OperationFailure:
-            return None
-        options = (found[0].get("options") or {}) if found else {}
+        options = self.collection_options(step.collection)
         validator = options.get("validator") or {}
         schema = validator.get("$jsonSchema") if isinstance(validator, dict) else None
         if isinstance(schema, dict) and schema.get("additionalProperties") is False:
@@ -224,15 +238,29 @@ class InServerSteps(ServerSteps):
         )
         total = self.db[run.step.collection].estimated_document_count()
         self.throttle.start(outcome.read)
-        last, has_last = run.state.get("last_id"), run.state.get("has_last", False)
+        start = After(run.state.get("last_id"), run.state.get("has_last", False))
+        if run.state.get("stretches") is not None or not (start.has_value or run.state.get("stashed_to") is not None):
+            # A collection whose chunks lie on several shards: a thread for each (begun so, goes on so).
+            from mongopat.migrate.server import shard_stretches  # (it builds on this module)
+
+            breaks = sharding.shard_breaks(self.db, run.step.collection)
+            threads = shard_stretches.shards_at_once(breaks, self.options.workers)
+            if run.state.get("stretches") is None and threads > 1:
+                run.state["stretches"] = shard_stretches.new_stretches(breaks)
+                self.changelog.step(run.migration_id, run.index, stretches=run.state["stretches"])
+            if run.state.get("stretches") is not None:
+                self._breaks[run.step.collection] = breaks
+                shard_stretches.ShardStretches(self, run, outcome, total).run_all(max(threads, 1))
+                self.in_server_catch_up(run, outcome)
+                return outcome
         if (open_to := run.state.get("stashed_to")) is not None:
             # A run stopped inside a range: its rewritten documents still hold their originals.
-            backed = self._settle(run, last, has_last, open_to, outcome.stats, replay=True)
+            backed = self._settle(run, start, open_to, outcome.stats, replay=True)
             outcome.read += backed
             self.runner.checkpoint(run, outcome, backed, 0, open_to, total, stashed_to=None)
-            last, has_last = open_to, True
+            start = After(open_to, True)
         budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
-        self._in_server_pass(run, outcome, last, has_last, budget, total, replay=False)
+        self._in_server_pass(run, outcome, start, budget, total, replay=False)
         self.in_server_catch_up(run, outcome)
         return outcome
 
@@ -245,7 +273,7 @@ class InServerSteps(ServerSteps):
         migrated = 0
         for _pass in range(CATCH_UP_PASSES):
             budget = min(collection.count_documents(where) // self.options.batch_size + 1, ceiling)
-            done = self._in_server_pass(run, outcome, None, False, budget, None, replay=True)
+            done = self._in_server_pass(run, outcome, FIRST, budget, None, replay=True)
             migrated += done
             if not done:
                 break
@@ -260,50 +288,45 @@ class InServerSteps(ServerSteps):
         self,
         run: StepRun,
         outcome: StepOutcome,
-        last: Any,
-        has_last: bool,
+        start: After,
         budget: int,
         total: int | None,
         replay: bool,
     ) -> int:
-        """Ranges of pending documents after ``last``, at most ``budget`` of them, each checkpointed;
+        """Ranges of pending documents from ``start`` on, at most ``budget`` of them, each checkpointed;
         returns the documents rewritten. ``replay``: the side documents of these documents may exist
         already (a catch-up pass: the application wrote a migrated document back in the old shape)."""
         rewritten, spent = 0, 0.0
         self._breaks[run.step.collection] = sharding.shard_breaks(self.db, run.step.collection)
         while spent < budget:
-            taken = self._in_server_batch(run, last, has_last, outcome.stats, replay)
+            taken = self._in_server_batch(run, start, outcome.stats, replay)
             if taken is None:
                 break
-            last, has_last = taken.high, True
+            start = After(taken.high, True)
             outcome.read += taken.backed
             outcome.written += taken.rewritten
             rewritten += taken.rewritten
             spent += taken.share  # a range halved to fit its let variables counts for what it held
-            self.runner.checkpoint(run, outcome, taken.backed, taken.rewritten, last, total, stashed_to=None)
+            self.runner.checkpoint(run, outcome, taken.backed, taken.rewritten, taken.high, total, stashed_to=None)
         return rewritten
 
-    def _range_end(
-        self, collection: Any, query: dict[str, Any], size: int, last: Any, has_last: bool
-    ) -> tuple[bool, Any, bool]:
+    def _range_end(self, collection: Any, query: dict[str, Any], size: int, start: After) -> tuple[bool, Any, bool]:
         """Whether ``query`` matches a document, the end of the next range: the ``_id`` of the ``size``-th
         match in ``_id`` order, or of the last one when fewer match (one small reply), and whether it was
         ended earlier, where a sharded collection's chunks pass to another shard (``_within_a_shard``)."""
         for skip, order in ((size - 1, ASCENDING), (0, DESCENDING)):
             for doc in collection.find(query, {"_id": 1}, sort=[("_id", order)], skip=skip, limit=1):
-                return True, *self._within_a_shard(collection, query, last, has_last, doc["_id"])
+                return True, *self._within_a_shard(collection, query, start, doc["_id"])
         return False, None, False
 
-    def _within_a_shard(
-        self, collection: Any, query: dict[str, Any], last: Any, has_last: bool, high: Any
-    ) -> tuple[Any, bool]:
+    def _within_a_shard(self, collection: Any, query: dict[str, Any], start: After, high: Any) -> tuple[Any, bool]:
         """``high`` itself (and False), or (and True) the last match of ``query`` below the first break
         (``sharding.shard_breaks``) above the range's first match: each command of the range then goes to
         one shard. At most two more small queries, and only for a range that would cross a break."""
         breaks = self._breaks.get(collection.name) or ShardBreaks()
-        start, has_start = last, has_last
+        value, has_value = start.value, start.has_value
         while breaks.values:
-            found = breaks.after(start, has_start)
+            found = breaks.after(value, has_value)
             if found is None or breaks.below(high, found[1]):
                 return high, False
             brk = found[0]
@@ -311,30 +334,37 @@ class InServerSteps(ServerSteps):
             for doc in collection.find(below, {"_id": 1}, sort=[("_id", DESCENDING)], limit=1):
                 return doc["_id"], True
             # Nothing pending below that break: the range starts at its first match, past it.
-            start, has_start = collection.find(query, {"_id": 1}, sort=[("_id", ASCENDING)], limit=1)[0]["_id"], True
+            value, has_value = collection.find(query, {"_id": 1}, sort=[("_id", ASCENDING)], limit=1)[0]["_id"], True
         return high, False
 
     def _in_server_batch(
-        self, run: StepRun, last: Any, has_last: bool, stats: dict[str, Any], replay: bool
+        self,
+        run: StepRun,
+        start: After,
+        stats: dict[str, Any],
+        replay: bool,
+        below: dict[str, Any] | None = None,
+        recorded_as: str = "",
     ) -> TakenRange | None:
         """Rewrite the next range of pending documents, each keeping its original, then settle the range;
-        None when none is left after ``last``."""
+        None when none is left from ``start`` on (and ``below`` a shard stretch's end: its ``_id``
+        condition). The range's end is recorded in the changelog field ``recorded_as`` + ``stashed_to``."""
         collection = self.db[run.step.collection]
         operation = OPERATIONS[run.step.name]
         stages = operation.server_stages(run.step) or []
-        after = {"_id": {"$gt": last}} if has_last else {}
-        where = server_pending(run.step)
+        after = {"_id": start.bound()} if start.has_value else {}
+        where = server_pending(run.step) if below is None else {"$and": [server_pending(run.step), below]}
         query = {"$and": [after, where]} if after else where
-        found, high, at_a_break = self._range_end(collection, query, self.options.batch_size, last, has_last)
+        found, high, at_a_break = self._range_end(collection, query, self.options.batch_size, start)
         if not found:
             return None
         if at_a_break:
             count(stats, "ended_at_chunks", 1)
-        values, high, size = self._values_that_fit(run, last, has_last, high, where, query)
+        values, high, size = self._values_that_fit(run, start, high, where, query)
         # Before the rewrite: a crash from here on leaves documents of the range holding their originals,
         # which the next run settles first.
-        self.changelog.step(run.migration_id, run.index, stashed_to=high)
-        takeable = [_span(last, has_last, high), where, {ORIGINAL: {"$exists": False}}, FITS_TWICE]
+        self.changelog.step(run.migration_id, run.index, **{recorded_as + "stashed_to": high})
+        takeable = [_span(start, high), where, {ORIGINAL: {"$exists": False}}, FITS_TWICE]
         if (declines := operation.server_declines(run.step)) is not None:
             # Evaluated here only, on the range's documents: the range queries and counts stay cheap.
             takeable.append({"$expr": {"$not": [declines]}})
@@ -342,12 +372,12 @@ class InServerSteps(ServerSteps):
             takeable.append({"$expr": values.takes})
         stash = {"$set": {ORIGINAL: {"k": stash_key(run), "d": "$$ROOT"}}}
         rewritten = collection.update_many({"$and": takeable}, [stash, *stages], **_let(values)).matched_count
-        backed = self._settle(run, last, has_last, high, stats, replay)
+        backed = self._settle(run, start, high, stats, replay)
         if rewritten > backed:
             count(stats, "deleted_meanwhile", rewritten - backed)
         return TakenRange(high, backed, rewritten, size / self.options.batch_size)
 
-    def _settle(self, run: StepRun, last: Any, has_last: bool, high: Any, stats: dict[str, Any], replay: bool) -> int:
+    def _settle(self, run: StepRun, start: After, high: Any, stats: dict[str, Any], replay: bool) -> int:
         """The documents of a range holding their originals: each original and what the step's stages make
         of it kept in ``mongopat_backup``, the step's side documents made from them, the originals taken
         out of the documents, and the backups of documents changed since their rewrite marked ``raced``.
@@ -355,7 +385,7 @@ class InServerSteps(ServerSteps):
         name, collection = run.step.collection, self.db[run.step.collection]
         operation = OPERATIONS[run.step.name]
         stages = operation.server_settle_stages(run.step) or []
-        span = _span(last, has_last, high)
+        span = _span(start, high)
         holding = {"$and": [span, {f"{ORIGINAL}.k": stash_key(run)}]}
         batch = ObjectId()  # names this range's backups
         key = {"m": run.migration_id, "s": run.index, "c": name}
@@ -381,8 +411,9 @@ class InServerSteps(ServerSteps):
             ]
         )
         # This range's backups: a range of mongopat_backup's _id (documents compare field by field).
-        lower = {**key, "id": last} if has_last else {**key, "id": MinKey()}
-        mine = {"_id": {"$gt" if has_last else "$gte": lower, "$lte": {**key, "id": high}}, "run": batch}
+        lower = {**key, "id": start.value if start.has_value else MinKey()}
+        above = "$gt" if start.has_value and not start.inclusive else "$gte"
+        mine = {"_id": {above: lower, "$lte": {**key, "id": high}}, "run": batch}
         side = operation.server_side_documents(run.step) or {}
         if side and replay and operation.side_collections:
             # A document written back in the old shape since an earlier up: its earlier side documents go,
@@ -407,18 +438,18 @@ class InServerSteps(ServerSteps):
         return backed
 
     def _values_that_fit(
-        self, run: StepRun, last: Any, has_last: bool, high: Any, where: dict[str, Any], query: dict[str, Any]
+        self, run: StepRun, start: After, high: Any, where: dict[str, Any], query: dict[str, Any]
     ) -> tuple[RangeValues | None, Any, int]:
         """The range's ``let`` variables, its end and the documents it was sized for, the range halved until
         they take at most ``VARIABLES_LIMIT`` bytes (the rewrite carries them; a command is at most
         16 MiB)."""
         size = self.options.batch_size
         while True:
-            values = self._range_values(run, {"$and": [_span(last, has_last, high), where]})
+            values = self._range_values(run, {"$and": [_span(start, high), where]})
             if values is None or size == 1 or len(bson.encode(values.variables)) <= VARIABLES_LIMIT:
                 return values, high, size
             size = max(1, size // 2)
-            _found, high, _at_a_break = self._range_end(self.db[run.step.collection], query, size, last, has_last)
+            _found, high, _at_a_break = self._range_end(self.db[run.step.collection], query, size, start)
 
     def _range_values(self, run: StepRun, match: dict[str, Any]) -> RangeValues | None:
         """The ``let`` variables of the range's documents matching ``match`` (``server_range_values``): the
@@ -485,8 +516,8 @@ def _let(values: RangeValues | None) -> dict[str, Any]:
     return {"let": values.variables} if values is not None else {}
 
 
-def _span(last: Any, has_last: bool, high: Any) -> dict[str, Any]:
-    return {"_id": {"$lte": high, **({"$gt": last} if has_last else {})}}
+def _span(start: After, high: Any) -> dict[str, Any]:
+    return {"_id": {"$lte": high, **start.bound()}}
 
 
 def stash_key(run: StepRun) -> str:

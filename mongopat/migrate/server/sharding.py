@@ -90,13 +90,26 @@ class ShardBreaks:
     collection. Their sort keys are computed once: every range of a pass looks them up."""
 
     values: tuple[Any, ...] = ()
+    # The shard of each stretch: below the first break, between two, above the last (one more than the
+    # breaks; empty where they were not read from config.chunks).
+    shards: tuple[str, ...] = ()
     keys: tuple[tuple[Any, ...], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         keys = tuple(followed_order(value) for value in self.values)
         if any(key is None for key in keys):
             raise ValueError("a break of a type whose order is not followed")
+        if self.shards and len(self.shards) != len(self.values) + 1:
+            raise ValueError("a shard for each stretch between breaks")
         object.__setattr__(self, "keys", keys)
+
+    def stretches(self) -> list[tuple[Any, Any, str]]:
+        """``(low, high, shard)`` of each stretch, ``[low, high)``, None where unbounded: each lies in one
+        shard's chunks."""
+        if not self.shards:
+            return []
+        bounds = [None, *self.values, None]
+        return [(bounds[n], bounds[n + 1], shard) for n, shard in enumerate(self.shards)]
 
     def after(self, value: Any, has_value: bool) -> tuple[Any, tuple[Any, ...]] | None:
         """The first break above ``value`` (the first of all when there is no value), with its sort key; None
@@ -126,18 +139,20 @@ def shard_breaks(db: Any, name: str) -> ShardBreaks:
     # By uuid from MongoDB 5.0 on (feature compatibility 5.0), by ns before.
     namespace = {"ns": f"{db.name}.{name}"}
     chunks_of = {"$or": [{"uuid": found.uuid}, namespace]} if found.uuid is not None else namespace
-    breaks, shard = [], None
+    breaks: list[Any] = []
+    shards: list[str] = []
     try:
         for chunk in db.client["config"]["chunks"].find(chunks_of, {"min": 1, "shard": 1}, sort=[("min", 1)]):
             low = (chunk.get("min") or {}).get("_id")
-            if shard is not None and chunk.get("shard") != shard:
+            if shards and chunk.get("shard") != shards[-1]:
                 if type_bracket(low) not in _FOLLOWED - {MIN_KEY, MAX_KEY}:
                     return ShardBreaks()
                 breaks.append(low)
-            shard = chunk.get("shard")
+            if not shards or chunk.get("shard") != shards[-1]:
+                shards.append(str(chunk.get("shard")))
     except PyMongoError:
         return ShardBreaks()
-    return ShardBreaks(tuple(breaks))
+    return ShardBreaks(tuple(breaks), tuple(shards) if breaks else ())
 
 
 class NotMergeable(Exception):

@@ -95,6 +95,15 @@ class ServerSteps(KindRunner):
     def _collection(self, name: str) -> Any:
         return self.runner.raw_collection(name)
 
+    def collection_options(self, name: str) -> dict[str, Any]:
+        """The options ``listCollections`` gives ``name`` (its validator, its default collation...); empty
+        when it has none, is not there, or the user may not list collections."""
+        try:
+            found = list(self.db.list_collections(filter={"name": name}))
+        except OperationFailure:
+            return {}
+        return dict((found[0].get("options") or {}) if found else {})
+
     def create_own_index(
         self, run: StepRun, keys: dict[str, Any], stats: dict[str, Any], named_in: str = "indexes_added", **options: Any
     ) -> None:

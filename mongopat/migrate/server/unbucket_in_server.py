@@ -27,26 +27,24 @@ from typing import TYPE_CHECKING, Any
 
 from pymongo import ASCENDING
 
-from mongopat.migrate.bookkeeping import BACKUP, stage_name
-from mongopat.migrate.contracts import BucketRange, StepRun
+from mongopat.migrate.bookkeeping import BACKUP
+from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.operations import bucket_stages
 from mongopat.migrate.runner import CATCH_UP_PASSES, StepOutcome, count
-from mongopat.migrate.server.bucket_in_server import PUBLISHED, STAGED, STASH
-from mongopat.migrate.server.in_server_steps import stash_key
+from mongopat.migrate.server.bucket_in_server import PUBLISHED, STAGED, STASH, BucketRanges
 
 if TYPE_CHECKING:
     from mongopat.migrate.server.bucket_steps import BucketSteps
 
 
-class UnbucketInServer:
+class UnbucketInServer(BucketRanges):
     """The in-server ``down`` of one bucket step."""
 
+    RANGE_FIELD = "unbucket_range"
+    KEY_SUFFIX = "/down"
+
     def __init__(self, steps: BucketSteps, run: StepRun, outcome: StepOutcome) -> None:
-        self.steps, self.run, self.outcome = steps, run, outcome
-        self.db = steps.db
-        self.collection = self.db[run.step.collection]
-        self.stage = stage_name(run.migration_id, run.index)
-        self.key = stash_key(run) + "/down"
+        super().__init__(steps, run, outcome)
         size = max(1, int(run.step.params["max_bucket_size"]))
         self.buckets_a_range = max(1, steps.options.batch_size // size)
 
@@ -123,7 +121,3 @@ class UnbucketInServer:
         """A range is done: the changelog forgets it (with the figures so far), and the lease is renewed."""
         self.steps.changelog.step(self.run.migration_id, self.run.index, unbucket_range=None, stats=self.outcome.stats)
         self.steps.lock.renew()
-
-    def _record(self, low: Any, high: Any, phase: str) -> None:
-        opened: BucketRange = {"low": low, "high": high, "phase": phase}
-        self.steps.changelog.step(self.run.migration_id, self.run.index, unbucket_range=opened)

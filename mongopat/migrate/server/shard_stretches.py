@@ -1,0 +1,130 @@
+"""The in-server pass over a collection sharded on a range of ``_id`` whose chunks lie on several shards:
+one thread per shard, each taking the stretches of ``_id`` its shard's chunks hold, so that the shards work
+at once while each command of a range still goes to one of them (``sharding.shard_breaks``). Unsharded, or
+sharded on anything else, a collection is taken in one pass (``InServerSteps._in_server_pass``): its ranges'
+commands either go to one server or to every shard already.
+
+The stretches are recorded in the changelog (``stretches``) before the first range. Each keeps its own
+checkpoint (``last_id``) and its own open range (``stashed_to``), written with the ``stretches.<n>.``
+prefix, so a run stopped anywhere settles each stretch's open range first and goes on from each checkpoint,
+whatever the balancer has moved since (a stretch whose chunks moved only costs its commands a second
+shard). A run begun in one pass goes on in one pass. The catch-up passes after them are one pass each.
+
+``--workers`` caps the threads (one per shard otherwise); a shard's stretches are taken in ``_id`` order
+by its thread. A thread's failure stops the others after their current range; the first failure is raised.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any
+
+from mongopat.migrate.contracts import StepRun, Stretch
+from mongopat.migrate.runner import StepOutcome
+from mongopat.migrate.server.in_server_steps import After, InServerSteps, server_pending
+from mongopat.migrate.server.sharding import ShardBreaks
+
+
+def shards_at_once(breaks: ShardBreaks, workers: int | None) -> int:
+    """The threads a pass over stretches takes: one per shard holding chunks, at most ``workers``; 1 (one
+    pass) where the chunks lie on one shard, or where they were not read."""
+    return min(len(set(breaks.shards)), workers or len(breaks.shards)) if breaks.shards else 1
+
+
+def new_stretches(breaks: ShardBreaks) -> list[Stretch]:
+    return [
+        {
+            "low": low,
+            "high": high,
+            "shard": shard,
+            "last_id": None,
+            "has_last": False,
+            "stashed_to": None,
+            "done": False,
+        }
+        for low, high, shard in breaks.stretches()
+    ]
+
+
+class ShardStretches:
+    """One pass of an in-server step over the stretches recorded in its run's state."""
+
+    def __init__(self, steps: InServerSteps, run: StepRun, outcome: StepOutcome, total: int | None) -> None:
+        self.steps, self.run, self.outcome, self.total = steps, run, outcome, total
+        self.stretches: list[Stretch] = list(run.state.get("stretches") or [])
+        self.lock = threading.Lock()  # the outcome, the changelog's figures, pacing and progress
+        self.stop = threading.Event()
+
+    def run_all(self, threads: int) -> None:
+        """Every stretch not done, one thread per shard (``threads`` at most); raises a thread's failure."""
+        by_shard: dict[str, list[int]] = {}
+        for position, stretch in enumerate(self.stretches):
+            by_shard.setdefault(stretch["shard"], []).append(position)
+        self.outcome.stats["shards_at_once"] = min(threads, len(by_shard))
+        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(by_shard)))) as pool:
+            futures = [pool.submit(self._shard, positions) for positions in by_shard.values()]
+            wait(futures)
+        for future in futures:
+            future.result()
+
+    def _shard(self, positions: list[int]) -> None:
+        try:
+            for position in positions:
+                if self.stop.is_set():
+                    return
+                self._stretch(position)
+        except BaseException:
+            self.stop.set()
+            raise
+
+    def _stretch(self, position: int) -> None:
+        stretch = self.stretches[position]
+        if stretch["done"]:
+            return
+        prefix = f"stretches.{position}."
+        if stretch["has_last"]:
+            start = After(stretch["last_id"], True)
+        else:
+            start = After(stretch["low"], stretch["low"] is not None, inclusive=True)
+        below = {"_id": {"$lt": stretch["high"]}} if stretch["high"] is not None else None
+        stats: dict[str, Any] = {}  # this thread's counts, added to the outcome's at each checkpoint
+        if (open_to := stretch["stashed_to"]) is not None:
+            # Stopped inside a range: its rewritten documents still hold their originals.
+            backed = self.steps._settle(self.run, start, open_to, stats, replay=True)
+            self._checkpoint(prefix, stats, backed, 0, open_to)
+            start = After(open_to, True)
+        where = [server_pending(self.run.step), {"_id": start.bound()} if start.has_value else {}, below or {}]
+        pending = self.steps.db[self.run.step.collection].count_documents({"$and": where})
+        # Documents inserted into the stretch behind its ranges are the catch-up's, as in one pass.
+        for _range in range(pending // self.steps.options.batch_size + 2):
+            if self.stop.is_set():
+                return
+            taken = self.steps._in_server_batch(self.run, start, stats, False, below, prefix)
+            if taken is None:
+                break
+            self._checkpoint(prefix, stats, taken.backed, taken.rewritten, taken.high)
+            start = After(taken.high, True)
+        self.steps.changelog.step(self.run.migration_id, self.run.index, **{prefix + "done": True})
+
+    def _checkpoint(self, prefix: str, stats: dict[str, Any], backed: int, rewritten: int, high: Any) -> None:
+        """A range of a stretch is done: the outcome's figures, the stretch's checkpoint with them (one
+        changelog update), then pacing, progress and the lease, one thread at a time."""
+        run, outcome = self.run, self.outcome
+        with self.lock:
+            outcome.read += backed
+            outcome.written += rewritten
+            for key, value in stats.items():
+                outcome.stats[key] = outcome.stats.get(key, 0) + value
+            stats.clear()
+            self.steps.changelog.checkpoint(
+                run.migration_id,
+                run.index,
+                backed,
+                rewritten,
+                **{prefix + "last_id": high, prefix + "has_last": True, prefix + "stashed_to": None},
+                read=outcome.read,
+                written=outcome.written,
+                stats=outcome.stats,
+            )
+            self.steps.runner.after_batch(run, outcome.read, self.total)
