@@ -1,7 +1,7 @@
 """The dump folder's document hot paths, each held to the slow path it replaced: ``copy_document`` (the copy
 of a document before a transform changes it, equal to ``copy.deepcopy`` and sharing nothing a transform
-could change), ``encode_document``'s one-pass line (and ``encode_lines``'s batch of them) and ``decode_document``'s walk that stops once a line's
-``"$`` marks are spent."""
+could change), ``encode_document``'s one-pass line (and ``encode_lines``'s batch of them), ``decode_document``'s walk that
+stops once a line's ``"$`` marks are spent, and a batch's pending documents and figures answered at once."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import re
 import pytest
 from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 
-from mongopat.migrate.transform_api import copy_document
+from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.steps import build_step
+from mongopat.migrate.transform_api import copy_document, get_path
 
 DOCUMENT = {
     "_id": ObjectId(),
@@ -121,3 +123,41 @@ def test_an_object_id_wrapper_is_recognised_as_the_decoder_takes_it(value, expec
         except ExtendedJSONError:
             decoded = None
         assert isinstance(decoded, ObjectId) is expected
+
+
+# Documents a batch may hold for subset and outlier: a list to take, one taken already (its count there),
+# other types where the list goes, nothing there, and the same under a sub-document.
+BATCH = [
+    {"_id": 1, "items": [1, {"a": 2}, 3]},
+    {"_id": 2, "items": [], "itemsCount": 0},
+    {"_id": 3, "items": "not a list"},
+    {"_id": 4},
+    {"_id": 5, "items": [{"a": 1}], "itemsCount": None},
+    {"_id": 6, "items": None},
+    {"_id": 7, "sub": {"items": [1, 2]}},
+    {"_id": 8, "sub": {"items": [1], "itemsCount": 1}},
+    {"_id": 9, "sub": "x", "items": [[1], [2]]},
+]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"step": "subset", "field": "items", "keep": 1, "full_collection": "full"},
+        {"step": "subset", "field": "sub.items", "keep": 1, "full_collection": "full"},
+        {"step": "subset", "field": "items", "keep": 2, "sort": {"a": -1}, "full_collection": "full"},
+        {"step": "outlier", "field": "items", "threshold": 2, "overflow_collection": "more"},
+    ],
+    ids=["subset", "subset-nested", "subset-sorted", "outlier"],
+)
+def test_a_batchs_pending_documents_and_figures_are_those_of_each_document(spec):
+    """``pending_of`` and ``file_stats`` answer for a batch at once: the same as ``is_pending`` of each
+    document, and the elements a dump-folder run counts are those of the documents the step takes
+    (subset) or of every list (outlier, whose verification counts those kept and moved)."""
+    step = build_step({"collection": "c", **spec})
+    operation = OPERATIONS[step.name]
+    assert operation.pending_of(BATCH, step) == [operation.is_pending(doc, step) for doc in BATCH]
+    taken = BATCH if step.name == "outlier" else [doc for doc in BATCH if operation.is_pending(doc, step)]
+    lists = [get_path(doc, step.params["field"]) for doc in taken]
+    assert operation.file_stats(BATCH, step) == {"elements": sum(len(x) for x in lists if isinstance(x, list))}
+    assert operation.file_stats([], step) == {"elements": 0}

@@ -80,8 +80,9 @@ def apply_batch(
     def attempt(todo: list[Version], again: bool) -> tuple[int, list[Version]]:
         return store.write(step, changes(store, step, todo, stats), replay or again, stats)
 
+    pending = operation.pending_of([version.document for version in versions], step)
     written, left = conflict_rounds(
-        [version for version in versions if operation.is_pending(version.document, step)],
+        [version for version, taken in zip(versions, pending, strict=True) if taken],
         attempt,
         lambda missed: store.current(step, missed, stats),
         lambda document: operation.is_pending(document, step),

@@ -136,9 +136,9 @@ class DocumentFiles(FileRewrites):
                     records.append(main.as_written(version.raw))
                 else:
                     records.append(main.record(version.document))
-                if figures:
-                    for key, amount in operation.file_stats(version.document, run.step).items():
-                        count(outcome.stats, key, amount)
+            if figures:
+                for key, amount in operation.file_stats([version.document for version in batch], run.step).items():
+                    count(outcome.stats, key, amount)
             main.write_encoded(b"".join(records), len(records))
             if outcome.read // batch_size > (outcome.read - len(batch)) // batch_size:  # every --batch-size documents
                 if parent is None:

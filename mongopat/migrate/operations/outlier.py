@@ -168,9 +168,9 @@ class Operation(DocumentOperation):
     def new_shape_marker(self, step: Step) -> str | None:
         return step.params["flag_field"]
 
-    def file_stats(self, doc: Document, step: Step) -> dict[str, int]:
-        elements = doc.get(step.params["field"])
-        return {"elements": len(elements)} if isinstance(elements, list) else {}
+    def file_stats(self, documents: list[Document], step: Step) -> dict[str, int]:
+        lists = [doc.get(step.params["field"]) for doc in documents]
+        return {"elements": sum(len(found) for found in lists if isinstance(found, list))}
 
     changes_only_the_top_level = True
 

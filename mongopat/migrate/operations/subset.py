@@ -174,10 +174,12 @@ class Operation(DocumentOperation):
     def new_shape_marker(self, step: Step) -> str | None:
         return f"{step.params['field']}Count"
 
-    def file_stats(self, doc: Document, step: Step) -> dict[str, int]:
+    def file_stats(self, documents: list[Document], step: Step) -> dict[str, int]:
         # Only a document the step takes gives its elements to the full list (one already in the new shape
         # is left as it is).
-        return {"elements": len(get_path(doc, step.params["field"]))} if self.is_pending(doc, step) else {}
+        name, taken = step.params["field"], self.pending_of(documents, step)
+        lists = [get_path(doc, name) for doc, pending in zip(documents, taken, strict=True) if pending]
+        return {"elements": sum(map(len, lists))}
 
     changes_only_the_top_level = True
 
@@ -254,6 +256,13 @@ class Operation(DocumentOperation):
     def is_pending(self, doc: Document, step: Step) -> bool:
         name = step.params["field"]
         return isinstance(get_path(doc, name), list) and not has_path(doc, f"{name}Count")
+
+    def pending_of(self, documents: list[Document], step: Step) -> list[bool]:
+        name = step.params["field"]
+        if "." in name:
+            return super().pending_of(documents, step)
+        marker = f"{name}Count"  # is_pending's test of a top-level list, without a call per document
+        return [isinstance(doc.get(name), list) and marker not in doc for doc in documents]
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         """The full list back in place, in its order, with the elements the application added since, to the
