@@ -23,7 +23,7 @@ from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server import shard_stretches, sharding
+from mongopat.migrate.server import sharding, stretches
 from mongopat.migrate.server.in_server_steps import InServerSteps, server_pending
 from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
@@ -1192,17 +1192,37 @@ def test_shard_breaks_are_where_a_range_sharded_collections_chunks_pass_to_anoth
 
 
 @pytest.mark.parametrize(
-    ("shards", "workers", "threads"),
+    ("shards", "workers", "planned", "threads"),
     [
-        (("a", "b", "a"), None, 2),  # a thread per shard, whatever its stretches
-        (("a", "b", "c", "b"), 2, 2),  # --workers caps them
-        (("a", "b"), 1, 1),  # --workers 1: one pass, its ranges ending where the chunks pass to another shard
-        ((), None, 1),  # chunks not read (or one shard): one pass
+        (("a", "b", "a"), None, 3, 2),  # a stretch between breaks each, a thread per shard
+        (("a", "b", "c", "b"), 2, 4, 2),  # --workers caps the threads
+        (("a", "b"), 1, 0, 1),  # --workers 1: one pass, its ranges ending where the chunks pass to another shard
+        ((), None, 0, 1),  # chunks not read (or on one shard), no --workers: one pass
     ],
 )
-def test_a_pass_takes_a_thread_per_shard_holding_chunks(shards, workers, threads):
+def test_a_pass_takes_a_thread_per_shard_holding_chunks(shards, workers, planned, threads):
     breaks = sharding.ShardBreaks(tuple(range(10, 10 * len(shards), 10)), shards)
-    assert shard_stretches.shards_at_once(breaks, workers) == threads
+    steps = SimpleNamespace(options=RunOptions(workers=workers))
+    found = stretches.planned(steps, None, breaks)  # type: ignore[arg-type]
+    assert [(s["low"], s["high"], s["shard"]) for s in found] == breaks.stretches()[: planned or 0]
+    assert stretches.threads_for(found, workers) == threads
+
+
+def test_workers_cut_a_collection_not_sharded_on_id_into_stretches_of_as_many_pending_documents(mongo):
+    """--workers N without chunks to follow: N stretches of about as many pending documents (documents
+    already in the new shape count for none), none where a stretch would hold fewer than two."""
+    db = mongo.db
+    db.items.insert_many([{"_id": i, "legacy": 1} for i in range(0, 60, 2)])
+    db.items.insert_many([{"_id": i} for i in range(1, 60, 2)])  # in the new shape already
+    step = build_step({"step": "unset_field", "collection": "items", **STEPS["unset_field"]})
+    run = SimpleNamespace(step=step)
+    found = stretches.planned(SimpleNamespace(options=RunOptions(workers=3), db=db), run, sharding.ShardBreaks())
+    assert [(s["low"], s["high"], s["shard"]) for s in found] == [
+        (None, 20, "part 1"), (20, 40, "part 2"), (40, None, "part 3")
+    ]  # fmt: skip
+    assert stretches.threads_for(found, 3) == 3
+    few = SimpleNamespace(options=RunOptions(workers=16), db=db)
+    assert stretches.planned(few, run, sharding.ShardBreaks()) == []  # 30 pending: fewer than 2 a stretch
 
 
 @pytest.mark.parametrize(
@@ -1282,21 +1302,27 @@ def test_in_server_ranges_end_where_the_chunks_pass_to_another_shard(mongo, tmp_
 TWO_SHARDS = sharding.ShardBreaks((12, 30), ("a", "b", "a"))
 
 
-def stretch_of(value: Any) -> int:
-    return sum(value >= brk for brk in TWO_SHARDS.values)
-
-
 @pytest.mark.server_only("the server computes the transform")
 @pytest.mark.parametrize("case", ["unset_field", "extended_reference", "subset"])
-def test_each_shard_takes_its_stretches_in_its_own_thread_at_once(mongo, tmp_path, monkeypatch, case):
-    """A collection whose chunks of _id lie on two shards: a thread per shard, the two at work at the same
-    time (each one's first range waits for the other's), no range crossing a stretch, and the result the
-    client side's byte for byte."""
+@pytest.mark.parametrize(
+    ("breaks", "workers", "taken"),
+    [
+        # Chunks on two shards: a thread each, "a" taking [MinKey, 12) and [30, MaxKey), "b" [12, 30).
+        (TWO_SHARDS, None, [[0, 2], [1]]),
+        # Unsharded, --workers 3: three stretches of 15 pending documents, a thread each.
+        (sharding.ShardBreaks(), 3, [[0], [1], [2]]),
+    ],
+    ids=["two-shards", "three-workers"],
+)
+def test_each_stretch_is_taken_by_its_own_thread_at_once(mongo, tmp_path, monkeypatch, case, breaks, workers, taken):
+    """The in-server pass over stretches of _id: a thread per shard holding chunks (or per --workers part),
+    all at work at the same time (each one's first range waits for the others'), no range crossing a
+    stretch, and the result the client side's byte for byte."""
     client_db, server_db = mongo.client[mongo.db_name + "_c"], mongo.db
     monkeypatch.setattr(
-        sharding, "shard_breaks", lambda db, name: TWO_SHARDS if name == "items" else sharding.ShardBreaks()
+        sharding, "shard_breaks", lambda db, name: breaks if name == "items" else sharding.ShardBreaks()
     )
-    both = threading.Barrier(2, timeout=30)
+    together = threading.Barrier(len(taken), timeout=30)
     spans: list[tuple[str, Any, bool, bool, Any]] = []
     settle = InServerSteps._settle
 
@@ -1305,7 +1331,7 @@ def test_each_shard_takes_its_stretches_in_its_own_thread_at_once(mongo, tmp_pat
         if name == "MainThread":  # the catch-up pass after the stretches
             return settle(self, run, start, high, *rest)
         if not any(span[0] == name for span in spans):
-            both.wait()  # a BrokenBarrierError (30 s) unless the other shard's thread is at work too
+            together.wait()  # a BrokenBarrierError (30 s) unless every other thread is at work too
         spans.append((name, start.value, start.has_value, start.inclusive, high))
         return settle(self, run, start, high, *rest)
 
@@ -1317,20 +1343,26 @@ def test_each_shard_takes_its_stretches_in_its_own_thread_at_once(mongo, tmp_pat
         folder = migration(tmp_path, case)
         Runner(client_db, load_folder(folder), RunOptions(batch_size=5, client_side=True)).up()
         spans.clear()
-        [applied] = Runner(server_db, load_folder(folder), RunOptions(batch_size=5)).up()
+        [applied] = Runner(server_db, load_folder(folder), RunOptions(batch_size=5, workers=workers)).up()
         state = step_state(server_db)
-        assert state["in_server"] is True and state["stats"]["shards_at_once"] == 2
-        assert [s["done"] for s in state["stretches"]] == [True, True, True]
-        assert {(s["low"], s["high"], s["shard"]) for s in state["stretches"]} == set(TWO_SHARDS.stretches())
-        threads = {span[0] for span in spans}
-        assert len(threads) == 2
+        assert state["in_server"] is True and state["stats"]["threads_at_once"] == len(taken)
+        assert all(s["done"] for s in state["stretches"])
+        bounds = [s["low"] for s in state["stretches"][1:]]
+        assert [s["high"] for s in state["stretches"][:-1]] == bounds
+        if breaks.values:
+            assert [(s["low"], s["high"], s["shard"]) for s in state["stretches"]] == breaks.stretches()
+
+        def stretch_of(value: Any) -> int:
+            return sum(value >= bound for bound in bounds)
+
         for _name, value, has_value, inclusive, high in spans:
             if has_value:  # a range lies in one stretch, begun at its low bound (inclusive) or after a range
-                assert stretch_of(value) == stretch_of(high) and inclusive == (value in TWO_SHARDS.values)
-        # Each thread takes one shard's stretches: "a" [MinKey, 12) and [30, MaxKey), "b" [12, 30).
-        shards = {name: {stretch_of(high) for n, _v, _h, _i, high in spans if n == name} for name in threads}
-        assert sorted(map(sorted, shards.values())) == [[0, 2], [1]]
-        assert f"step 1 ({case}): 2 shard(s) worked on at once" in " ".join(applied["notes"])
+                assert stretch_of(value) == stretch_of(high) and inclusive == (value in bounds)
+        threads = {span[0] for span in spans}
+        by_thread = [sorted({stretch_of(high) for n, _v, _h, _i, high in spans if n == name}) for name in threads]
+        assert sorted(by_thread) == taken
+        said = f"step 1 ({case}): {len(taken)} thread(s) took stretches of _id at once"
+        assert said in " ".join(applied["notes"])
         for name in ["items", *[n for n in client_db.list_collection_names() if n.startswith("items_")]]:
             assert raw_documents(server_db, name) == raw_documents(client_db, name)
         assert Runner(server_db, load_folder(folder)).verify() == {"0001_step": []}
@@ -1348,10 +1380,11 @@ def test_each_shard_takes_its_stretches_in_its_own_thread_at_once(mongo, tmp_pat
         ("mongopat_backup", "aggregate", 9),  # further on, both threads at work
     ],
 )
+@pytest.mark.parametrize("workers", [None, 3], ids=["two-shards", "three-workers"])
 def test_a_run_over_stretches_killed_anywhere_resumes_to_the_same_bytes(
-    mongo, tmp_path, monkeypatch, collection, method, crash_at
+    mongo, tmp_path, monkeypatch, collection, method, crash_at, workers
 ):
-    """Killed in one shard's thread (the other stops after its current range), the next up settles each
+    """Killed in one stretch's thread (the others stop after their current range), the next up settles each
     stretch's open range and goes on from each one's checkpoint: the same documents and side documents as
     one pass, no original left in a document, every backup kept, and down back to the same bytes."""
     reference_db, db = mongo.client[mongo.db_name + "_r"], mongo.db
@@ -1360,16 +1393,17 @@ def test_a_run_over_stretches_killed_anywhere_resumes_to_the_same_bytes(
             target.items.insert_many(documents(45, seed=6, nan=False))
         folder = migration(tmp_path, "subset")
         Runner(reference_db, load_folder(folder), RunOptions(batch_size=4)).up()
-        monkeypatch.setattr(
-            sharding, "shard_breaks", lambda db, name: TWO_SHARDS if name == "items" else sharding.ShardBreaks()
-        )
+        if workers is None:  # chunks on two shards; else unsharded, cut into --workers stretches
+            monkeypatch.setattr(
+                sharding, "shard_breaks", lambda db, name: TWO_SHARDS if name == "items" else sharding.ShardBreaks()
+            )
         with pytest.raises(RuntimeError, match="killed inside a batch"):
             Runner(
                 WithCollection(db, collection, Crashing(db[collection], method, crash_at)),
                 load_folder(folder),
-                RunOptions(batch_size=4),
+                RunOptions(batch_size=4, workers=workers),
             ).up()
-        assert step_state(db)["stretches"]
+        assert len(step_state(db)["stretches"]) == 3
         resumed_like_the_reference(db, reference_db, folder, 4)
         assert all(s["done"] and s["stashed_to"] is None for s in step_state(db)["stretches"])
     finally:

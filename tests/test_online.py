@@ -292,11 +292,12 @@ def test_down_merges_back_documents_the_application_wrote_in_the_new_shape(mongo
 
 @pytest.mark.server_only("the server computes the transform, a thread per shard")
 @pytest.mark.parametrize("name", ["computed", "subset", "extended_reference", "document_versioning"])
-def test_a_writer_thread_while_each_shard_takes_its_stretches(mongo, tmp_path, monkeypatch, name):
-    """The orders sharded on a range of _id whose chunks lie on two shards (as config.chunks would say):
-    a thread per shard, each taking its stretches, while the application writes on its own connection.
-    No acknowledged write is lost, reverted or brought back."""
-    breaks = sharding.ShardBreaks((13, 27), ("a", "b", "a"))
+@pytest.mark.parametrize("workers", [None, 3], ids=["two-shards", "three-workers"])
+def test_a_writer_thread_while_each_stretch_is_taken_by_its_own_thread(mongo, tmp_path, monkeypatch, name, workers):
+    """The orders sharded on a range of _id whose chunks lie on two shards (as config.chunks would say), or
+    unsharded with --workers 3: a thread per shard (or part), each taking its stretches, while the
+    application writes on its own connection. No acknowledged write is lost, reverted or brought back."""
+    breaks = sharding.ShardBreaks((13, 27), ("a", "b", "a")) if workers is None else sharding.ShardBreaks()
     monkeypatch.setattr(
         sharding, "shard_breaks", lambda db, coll: breaks if coll == "orders" else sharding.ShardBreaks()
     )
@@ -306,10 +307,10 @@ def test_a_writer_thread_while_each_shard_takes_its_stretches(mongo, tmp_path, m
     app = Application(other[mongo.db_name].orders, 9)
 
     def recorded(state: dict[str, Any]) -> None:
-        assert state["in_server"] is True and state["stats"]["shards_at_once"] == 2
+        assert state["in_server"] is True and state["stats"]["threads_at_once"] == (workers or 2)
         assert [stretch["done"] for stretch in state["stretches"]] == [True, True, True]
 
     try:
-        up_and_down_while_writing(db, db, app, folder, step, RunOptions(batch_size=4), recorded)
+        up_and_down_while_writing(db, db, app, folder, step, RunOptions(batch_size=4, workers=workers), recorded)
     finally:
         other.close()

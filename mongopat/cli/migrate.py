@@ -192,9 +192,10 @@ def migrate_up(
         int | None,
         typer.Option(
             "--workers",
-            help="On a server: threads over disjoint _id ranges for document steps run on the client side "
-            "(default 1), at most this many shards at once for those run inside it (default: every shard). On "
-            "a dump folder: processes rewriting one large file, each a part of it (default: CPUs, max 4).",
+            help="On a server: threads over disjoint _id ranges for document steps (default 1; a step the "
+            "server computes: stretches it works on at once, by default one per shard holding chunks of a "
+            "collection sharded on _id). On a dump folder: processes rewriting one large file, each a part of "
+            "it (default: CPUs, max 4).",
             min=1,
         ),
     ] = None,

@@ -37,7 +37,7 @@ class BucketRange(TypedDict):
 
 class Stretch(TypedDict):
     """A stretch of ``_id`` one shard's chunks hold, ``[low, high)`` (None: unbounded), which the in-server
-    pass takes in a thread of that shard's (``server/shard_stretches.py``), with its own checkpoint and
+    pass takes in a thread of that shard's (``server/stretches.py``), with its own checkpoint and
     open range."""
 
     low: Any

@@ -2,7 +2,8 @@
 (``server_stages``): no document and no ``_id`` travels between the server and mongopat.
 
 Each batch is an ``_id`` range holding ``batch_size`` pending documents (fewer where a collection sharded on
-a range of ``_id`` passes to another shard's chunks: ``sharding.shard_breaks``):
+a range of ``_id`` passes to another shard's chunks: ``sharding.shard_breaks``), taken in one pass or, a
+thread each, in stretches of ``_id`` (a shard's, or ``--workers`` parts: ``stretches.py``):
 
 1. **rewrite**: one ``update`` whose pipeline first keeps the document as it is in the document itself
    (``__mongopat_original: {k: migration/step, d: $$ROOT}``), then applies the step's stages. Each
@@ -104,7 +105,7 @@ class TakenRange(NamedTuple):
 
 class After(NamedTuple):
     """Where a range of a pass starts: after ``value`` (the last ``_id`` done), or from it on where
-    ``inclusive`` (the low bound of a shard's stretch, ``shard_stretches.py``); from the first ``_id``
+    ``inclusive`` (the low bound of a shard's stretch, ``stretches.py``); from the first ``_id``
     without a value."""
 
     value: Any = None
@@ -240,17 +241,17 @@ class InServerSteps(ServerSteps):
         self.throttle.start(outcome.read)
         start = After(run.state.get("last_id"), run.state.get("has_last", False))
         if run.state.get("stretches") is not None or not (start.has_value or run.state.get("stashed_to") is not None):
-            # A collection whose chunks lie on several shards: a thread for each (begun so, goes on so).
-            from mongopat.migrate.server import shard_stretches  # (it builds on this module)
+            # Chunks on several shards, or --workers: a thread per stretch of _id (begun so, goes on so).
+            from mongopat.migrate.server import stretches  # (it builds on this module)
 
             breaks = sharding.shard_breaks(self.db, run.step.collection)
-            threads = shard_stretches.shards_at_once(breaks, self.options.workers)
-            if run.state.get("stretches") is None and threads > 1:
-                run.state["stretches"] = shard_stretches.new_stretches(breaks)
-                self.changelog.step(run.migration_id, run.index, stretches=run.state["stretches"])
-            if run.state.get("stretches") is not None:
+            if run.state.get("stretches") is None and (planned := stretches.planned(self, run, breaks)):
+                run.state["stretches"] = planned
+                self.changelog.step(run.migration_id, run.index, stretches=planned)
+            if (taken := run.state.get("stretches")) is not None:
                 self._breaks[run.step.collection] = breaks
-                shard_stretches.ShardStretches(self, run, outcome, total).run_all(max(threads, 1))
+                threads = stretches.threads_for(taken, self.options.workers)
+                stretches.ShardStretches(self, run, outcome, total).run_all(threads)
                 self.in_server_catch_up(run, outcome)
                 return outcome
         if (open_to := run.state.get("stashed_to")) is not None:

@@ -347,7 +347,7 @@ def _online_notes(steps: list[StepState]) -> list[str]:
         "deleted_meanwhile": "document(s) deleted by the application before they were written",
         "caught_up": "document(s) written in the old shape during the run, migrated by the catch-up passes",
         "ended_at_chunks": "range(s) ended where the collection's chunks pass to another shard",
-        "shards_at_once": "shard(s) worked on at once, a thread taking the stretches of _id each one's chunks hold",
+        "threads_at_once": "thread(s) took stretches of _id at once (a shard's each, where the chunks lie on several)",
         "pending_left": "document(s) still in the old shape (the next up migrates them)",
     }
     notes = []

@@ -1,17 +1,19 @@
-"""The in-server pass over a collection sharded on a range of ``_id`` whose chunks lie on several shards:
-one thread per shard, each taking the stretches of ``_id`` its shard's chunks hold, so that the shards work
-at once while each command of a range still goes to one of them (``sharding.shard_breaks``). Unsharded, or
-sharded on anything else, a collection is taken in one pass (``InServerSteps._in_server_pass``): its ranges'
-commands either go to one server or to every shard already.
+"""The in-server pass over stretches of ``_id``, a thread each, so that more of the deployment works at once:
 
-The stretches are recorded in the changelog (``stretches``) before the first range. Each keeps its own
-checkpoint (``last_id``) and its own open range (``stashed_to``), written with the ``stretches.<n>.``
-prefix, so a run stopped anywhere settles each stretch's open range first and goes on from each checkpoint,
-whatever the balancer has moved since (a stretch whose chunks moved only costs its commands a second
-shard). A run begun in one pass goes on in one pass. The catch-up passes after them are one pass each.
+- a collection sharded on a range of ``_id`` whose chunks lie on several shards: a thread per shard, taking
+  the stretches its chunks hold (``sharding.shard_breaks``), so the shards work at once while each command
+  of a range still goes to one of them (``--workers`` caps the threads);
+- otherwise, with ``--workers N`` (N > 1): N stretches of about as many pending documents each, a thread
+  each, so the server computes N ranges at once on as many of its cores.
 
-``--workers`` caps the threads (one per shard otherwise); a shard's stretches are taken in ``_id`` order
-by its thread. A thread's failure stops the others after their current range; the first failure is raised.
+Without either, the pass is one (``InServerSteps._in_server_pass``). The stretches are recorded in the
+changelog (``stretches``) before the first range. Each keeps its own checkpoint (``last_id``) and its own
+open range (``stashed_to``), written with the ``stretches.<n>.`` prefix, so a run stopped anywhere settles
+each stretch's open range first and goes on from each checkpoint, whatever the balancer has moved since (a
+stretch whose chunks moved only costs its commands a second shard). A run begun in one pass goes on in one
+pass; the catch-up passes after the stretches are one pass each. Ranges never cross a stretch's bounds, so
+no two threads touch one document. A thread's failure (or an interrupt) stops the others after their
+current range; the first failure is raised.
 """
 
 from __future__ import annotations
@@ -26,25 +28,36 @@ from mongopat.migrate.server.in_server_steps import After, InServerSteps, server
 from mongopat.migrate.server.sharding import ShardBreaks
 
 
-def shards_at_once(breaks: ShardBreaks, workers: int | None) -> int:
-    """The threads a pass over stretches takes: one per shard holding chunks, at most ``workers``; 1 (one
-    pass) where the chunks lie on one shard, or where they were not read."""
-    return min(len(set(breaks.shards)), workers or len(breaks.shards)) if breaks.shards else 1
+def planned(steps: InServerSteps, run: StepRun, breaks: ShardBreaks) -> list[Stretch]:
+    """The stretches of a new pass (none: one pass): a shard's each, where the chunks of a collection sharded
+    on a range of ``_id`` lie on several shards and ``--workers`` is not 1; else ``--workers`` stretches of
+    about as many pending documents each (none where there are fewer than two per stretch)."""
+    if breaks.shards and steps.options.workers != 1:
+        return [_stretch(low, high, shard) for low, high, shard in breaks.stretches()]
+    workers = steps.options.workers or 1
+    if workers < 2:
+        return []
+    collection, where = steps.db[run.step.collection], server_pending(run.step)
+    pending = collection.count_documents(where)
+    if pending < 2 * workers:
+        return []
+    bounds: list[Any] = []
+    for part in range(1, workers):
+        for found in collection.find(where, {"_id": 1}, sort=[("_id", 1)], skip=part * pending // workers, limit=1):
+            if not bounds or found["_id"] != bounds[-1]:
+                bounds.append(found["_id"])
+    edges = [None, *bounds, None]
+    return [_stretch(edges[n], edges[n + 1], f"part {n + 1}") for n in range(len(edges) - 1)]
 
 
-def new_stretches(breaks: ShardBreaks) -> list[Stretch]:
-    return [
-        {
-            "low": low,
-            "high": high,
-            "shard": shard,
-            "last_id": None,
-            "has_last": False,
-            "stashed_to": None,
-            "done": False,
-        }
-        for low, high, shard in breaks.stretches()
-    ]
+def threads_for(stretches: list[Stretch], workers: int | None) -> int:
+    """A thread per shard (or part) the stretches name, at most ``workers``."""
+    names = len({stretch["shard"] for stretch in stretches})
+    return max(1, min(names, workers or names))
+
+
+def _stretch(low: Any, high: Any, shard: str) -> Stretch:
+    return Stretch(low=low, high=high, shard=shard, last_id=None, has_last=False, stashed_to=None, done=False)
 
 
 class ShardStretches:
@@ -57,14 +70,19 @@ class ShardStretches:
         self.stop = threading.Event()
 
     def run_all(self, threads: int) -> None:
-        """Every stretch not done, one thread per shard (``threads`` at most); raises a thread's failure."""
+        """Every stretch not done, a thread per shard or part (``threads`` at most); raises a thread's
+        failure."""
         by_shard: dict[str, list[int]] = {}
         for position, stretch in enumerate(self.stretches):
             by_shard.setdefault(stretch["shard"], []).append(position)
-        self.outcome.stats["shards_at_once"] = min(threads, len(by_shard))
+        self.outcome.stats["threads_at_once"] = min(threads, len(by_shard))
         with ThreadPoolExecutor(max_workers=max(1, min(threads, len(by_shard)))) as pool:
             futures = [pool.submit(self._shard, positions) for positions in by_shard.values()]
-            wait(futures)
+            try:
+                wait(futures)
+            except BaseException:  # an interrupt here: the threads stop after their current range
+                self.stop.set()
+                raise
         for future in futures:
             future.result()
 
