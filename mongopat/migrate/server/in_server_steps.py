@@ -251,7 +251,7 @@ class InServerSteps(ServerSteps):
             if (taken := run.state.get("stretches")) is not None:
                 self._breaks[run.step.collection] = breaks
                 threads = stretches.threads_for(taken, self.options.workers)
-                stretches.ShardStretches(self, run, outcome, total).run_all(threads)
+                stretches.StretchPass(self, run, outcome, total).run_all(threads)
                 self.in_server_catch_up(run, outcome)
                 return outcome
         if (open_to := run.state.get("stashed_to")) is not None:

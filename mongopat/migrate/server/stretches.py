@@ -60,7 +60,7 @@ def _stretch(low: Any, high: Any, shard: str) -> Stretch:
     return Stretch(low=low, high=high, shard=shard, last_id=None, has_last=False, stashed_to=None, done=False)
 
 
-class ShardStretches:
+class StretchPass:
     """One pass of an in-server step over the stretches recorded in its run's state."""
 
     def __init__(self, steps: InServerSteps, run: StepRun, outcome: StepOutcome, total: int | None) -> None:
