@@ -26,11 +26,9 @@ from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder
 from mongopat.migrate.server.runner import Runner
 from tests.support.application import (
-    STEPS,
     Application,
     check_writes_kept,
     setup,
-    up_and_down_while_writing,
     with_writer_thread,
     writer_cases,
 )
@@ -42,18 +40,6 @@ from tests.support.server import wait_for
 runner = CliRunner()
 THREADS = "mongomock is not thread-safe: the writer must run on a connection of its own"
 PROCESSES = "mongomock lives inside one process: a second process cannot reach its data"
-
-
-@pytest.mark.server_only(THREADS)
-@pytest.mark.parametrize(("name", "client_side"), writer_cases(sorted(STEPS)))
-def test_a_writer_on_its_own_connection_during_up_and_down(mongo, tmp_path, name, client_side):
-    """The application writes from another client, at its own pace, while ``up`` and then ``down`` run."""
-    db = mongo.db
-    step, folder = setup(db, tmp_path, name, 21)
-    with mongo.new_client() as other:
-        app_ = Application(other[mongo.db_name].orders, 21)
-        options = RunOptions(batch_size=5, client_side=client_side)
-        up_and_down_while_writing(db, db, app_, folder, step, options, lambda _state: None)
 
 
 @pytest.mark.server_only(THREADS)
