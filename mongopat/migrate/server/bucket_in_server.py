@@ -29,7 +29,7 @@ fills the room of their window's newest bucket.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pymongo import ASCENDING
 
@@ -75,7 +75,7 @@ class BucketRanges:
     """What both directions of the bucket step inside the server share: the step's run, its stage
     collection, the key its stashes carry, and the changelog field its open range is recorded in."""
 
-    RANGE_FIELD: ClassVar[str]  # the StepState field of the open range
+    RANGE_FIELD: ClassVar[Literal["bucket_range", "unbucket_range"]]  # the StepState field of the open range
     KEY_SUFFIX: ClassVar[str] = ""  # tells a down's stashes from up's
 
     def __init__(self, steps: BucketSteps, run: StepRun, outcome: StepOutcome) -> None:
@@ -112,7 +112,7 @@ class BucketsInServer(BucketRanges):
         self._work_indexes()
         total = self.collection.estimated_document_count()
         low, first_pass = self.run.state.get("last_id"), True
-        if (open_range := self.run.state.get("bucket_range")) is not None:
+        if (open_range := self.run.state.get(self.RANGE_FIELD)) is not None:
             low = open_range["high"]
             first_pass = low is not None  # the open range was the last of the pass
             self.settle()
@@ -125,10 +125,10 @@ class BucketsInServer(BucketRanges):
     def settle(self) -> None:
         """Finish the range a stopped run left open (before ``down``: a reading published but not yet
         deleted is in both shapes, and its bucket's copy may be older than its document)."""
-        if (open_range := self.run.state.get("bucket_range")) is not None:
+        if (open_range := self.run.state.get(self.RANGE_FIELD)) is not None:
             high = open_range["high"]
             self._checkpoint(self._finish(open_range["low"], high, open_range["phase"]), high, None)
-            self.run.state["bucket_range"] = None
+            self.run.state[self.RANGE_FIELD] = None
             self.db[self.stage].drop()  # (a down's own stage, of a down stopped before, is left alone)
 
     def one_pass(self, low: Any, budget: int, total: int | None) -> int:
@@ -149,7 +149,7 @@ class BucketsInServer(BucketRanges):
         stashed, moved = taken
         self.outcome.read += stashed
         self.outcome.written += moved
-        self.steps.runner.checkpoint(self.run, self.outcome, stashed, moved, high, total, bucket_range=None)
+        self.steps.runner.checkpoint(self.run, self.outcome, stashed, moved, high, total, **{self.RANGE_FIELD: None})
 
     def _range_end(self, low: Any) -> tuple[bool, Any]:
         """Whether a pending reading has a time from ``low`` on, and the end of the range starting there: the

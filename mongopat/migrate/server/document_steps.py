@@ -52,6 +52,7 @@ from mongopat.migrate.server.document_versions import (
     unchanged_since,
     versions_of,
 )
+from mongopat.migrate.server.id_cuts import id_cuts
 from mongopat.migrate.server.in_server_steps import (
     ORIGINAL,
     InServerSteps,
@@ -181,11 +182,7 @@ class DocumentSteps(InServerSteps):
         ends = [
             list(collection.find({}, {"_id": 1}, sort=[("_id", direction)], limit=1))[0]["_id"] for direction in (1, -1)
         ]
-        bounds: list[Any] = []
-        for k in range(1, workers):
-            found = list(collection.find({}, {"_id": 1}, sort=[("_id", 1)], skip=k * documents // workers, limit=1))
-            if found and (not bounds or found[0]["_id"] != bounds[-1]):
-                bounds.append(found[0]["_id"])
+        bounds = id_cuts(collection, {}, workers, documents)
         brackets = {PYTHON_BRACKET.get(type(v).__name__) for v in [*ends, *bounds]}
         if len(brackets) != 1 or None in brackets:
             return None

@@ -240,6 +240,7 @@ class InServerSteps(ServerSteps):
         total = self.db[run.step.collection].estimated_document_count()
         self.throttle.start(outcome.read)
         start = After(run.state.get("last_id"), run.state.get("has_last", False))
+        breaks: ShardBreaks | None = None  # read once here when a new pass plans its stretches
         if run.state.get("stretches") is not None or not (start.has_value or run.state.get("stashed_to") is not None):
             # Chunks on several shards, or --workers: a thread per stretch of _id (begun so, goes on so).
             from mongopat.migrate.server import stretches  # (it builds on this module)
@@ -261,7 +262,7 @@ class InServerSteps(ServerSteps):
             self.runner.checkpoint(run, outcome, backed, 0, open_to, total, stashed_to=None)
             start = After(open_to, True)
         budget = (total or 0) // self.options.batch_size + 2  # documents inserted behind it: the catch-up's
-        self._in_server_pass(run, outcome, start, budget, total, replay=False)
+        self._in_server_pass(run, outcome, start, budget, total, replay=False, breaks=breaks)
         self.in_server_catch_up(run, outcome)
         return outcome
 
@@ -293,12 +294,16 @@ class InServerSteps(ServerSteps):
         budget: int,
         total: int | None,
         replay: bool,
+        breaks: ShardBreaks | None = None,
     ) -> int:
         """Ranges of pending documents from ``start`` on, at most ``budget`` of them, each checkpointed;
         returns the documents rewritten. ``replay``: the side documents of these documents may exist
-        already (a catch-up pass: the application wrote a migrated document back in the old shape)."""
+        already (a catch-up pass: the application wrote a migrated document back in the old shape).
+        ``breaks``: the collection's shard breaks, when just read (else read here)."""
         rewritten, spent = 0, 0.0
-        self._breaks[run.step.collection] = sharding.shard_breaks(self.db, run.step.collection)
+        if breaks is None:
+            breaks = sharding.shard_breaks(self.db, run.step.collection)
+        self._breaks[run.step.collection] = breaks
         while spent < budget:
             taken = self._in_server_batch(run, start, outcome.stats, replay)
             if taken is None:
@@ -353,9 +358,7 @@ class InServerSteps(ServerSteps):
         collection = self.db[run.step.collection]
         operation = OPERATIONS[run.step.name]
         stages = operation.server_stages(run.step) or []
-        after = {"_id": start.bound()} if start.has_value else {}
-        where = server_pending(run.step) if below is None else {"$and": [server_pending(run.step), below]}
-        query = {"$and": [after, where]} if after else where
+        where, query = pending_from(run.step, start, below)
         found, high, at_a_break = self._range_end(collection, query, self.options.batch_size, start)
         if not found:
             return None
@@ -532,6 +535,13 @@ def server_pending(step: Step) -> dict[str, Any]:
     operation = OPERATIONS[step.name]
     exact = operation.server_pending(step)
     return operation.pending(step) if exact is None else {"$expr": exact}
+
+
+def pending_from(step: Step, start: After, below: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The documents of ``step`` pending (``below`` a stretch's end: its ``_id`` condition), and those of them
+    from ``start`` on."""
+    where = server_pending(step) if below is None else {"$and": [server_pending(step), below]}
+    return where, ({"$and": [{"_id": start.bound()}, where]} if start.has_value else where)
 
 
 def left_to_the_client_side(step: Step) -> dict[str, Any] | None:

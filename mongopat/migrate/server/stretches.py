@@ -24,7 +24,8 @@ from typing import Any
 
 from mongopat.migrate.contracts import StepRun, Stretch
 from mongopat.migrate.runner import StepOutcome
-from mongopat.migrate.server.in_server_steps import After, InServerSteps, server_pending
+from mongopat.migrate.server.id_cuts import id_cuts
+from mongopat.migrate.server.in_server_steps import After, InServerSteps, pending_from, server_pending
 from mongopat.migrate.server.sharding import ShardBreaks
 
 
@@ -41,12 +42,7 @@ def planned(steps: InServerSteps, run: StepRun, breaks: ShardBreaks) -> list[Str
     pending = collection.count_documents(where)
     if pending < 2 * workers:
         return []
-    bounds: list[Any] = []
-    for part in range(1, workers):
-        for found in collection.find(where, {"_id": 1}, sort=[("_id", 1)], skip=part * pending // workers, limit=1):
-            if not bounds or found["_id"] != bounds[-1]:
-                bounds.append(found["_id"])
-    edges = [None, *bounds, None]
+    edges = [None, *id_cuts(collection, where, workers, pending), None]
     return [_stretch(edges[n], edges[n + 1], f"part {n + 1}") for n in range(len(edges) - 1)]
 
 
@@ -75,8 +71,8 @@ class StretchPass:
         by_shard: dict[str, list[int]] = {}
         for position, stretch in enumerate(self.stretches):
             by_shard.setdefault(stretch["shard"], []).append(position)
-        self.outcome.stats["threads_at_once"] = min(threads, len(by_shard))
-        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(by_shard)))) as pool:
+        self.outcome.stats["threads_at_once"] = threads  # (threads_for: never more than the shards or parts)
+        with ThreadPoolExecutor(max_workers=threads) as pool:
             futures = [pool.submit(self._shard, positions) for positions in by_shard.values()]
             try:
                 wait(futures)
@@ -112,8 +108,7 @@ class StretchPass:
             backed = self.steps._settle(self.run, start, open_to, stats, replay=True)
             self._checkpoint(prefix, stats, backed, 0, open_to)
             start = After(open_to, True)
-        where = [server_pending(self.run.step), {"_id": start.bound()} if start.has_value else {}, below or {}]
-        pending = self.steps.db[self.run.step.collection].count_documents({"$and": where})
+        pending = self.steps.db[self.run.step.collection].count_documents(pending_from(self.run.step, start, below)[1])
         # Documents inserted into the stretch behind its ranges are the catch-up's, as in one pass.
         for _range in range(pending // self.steps.options.batch_size + 2):
             if self.stop.is_set():

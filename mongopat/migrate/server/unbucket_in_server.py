@@ -53,7 +53,7 @@ class UnbucketInServer(BucketRanges):
         stats = self.outcome.stats
         self.steps.create_own_index(self.run, {"start": 1}, stats, "work_indexes", sparse=True)
         self.steps.create_own_index(self.run, {bucket_stages.STASHED: 1}, stats, "work_indexes", sparse=True)
-        if (open_range := self.run.state.get("unbucket_range")) is not None:
+        if (open_range := self.run.state.get(self.RANGE_FIELD)) is not None:
             self._finish(open_range["low"], open_range["high"], open_range["phase"])
             self._done()
         for _pass in range(CATCH_UP_PASSES + 1):
@@ -119,5 +119,7 @@ class UnbucketInServer(BucketRanges):
 
     def _done(self) -> None:
         """A range is done: the changelog forgets it (with the figures so far), and the lease is renewed."""
-        self.steps.changelog.step(self.run.migration_id, self.run.index, unbucket_range=None, stats=self.outcome.stats)
+        self.steps.changelog.step(
+            self.run.migration_id, self.run.index, stats=self.outcome.stats, **{self.RANGE_FIELD: None}
+        )
         self.steps.lock.renew()
