@@ -445,10 +445,11 @@ def test_a_run_stopped_after_any_batch_resumes_to_the_same_bytes(mongo, tmp_path
 
 
 class Crashing:
-    """A collection whose ``crash_at``-th call of ``method`` kills the run."""
+    """A collection whose ``crash_at``-th call of ``method`` kills the run (``after``: once it is done)."""
 
-    def __init__(self, collection: Any, method: str, crash_at: int) -> None:
+    def __init__(self, collection: Any, method: str, crash_at: int, after: bool = False) -> None:
         self._collection, self.method, self.crash_at, self.calls = collection, method, crash_at, 0
+        self.after, self.name = after, collection.name
         self.counting = threading.Lock()  # calls from several threads (a shard's stretches each)
 
     def __getattr__(self, name: str) -> Any:
@@ -460,11 +461,20 @@ class Crashing:
             with self.counting:
                 self.calls += 1
                 killed = self.calls == self.crash_at
+            if killed and not self.after:
+                raise RuntimeError("killed inside a batch")
+            result = attribute(*args, **kwargs)
             if killed:
                 raise RuntimeError("killed inside a batch")
-            return attribute(*args, **kwargs)
+            return result
 
         return call
+
+
+def killed_up(db: Any, folder: Any, crashing: Crashing, **options: Any) -> None:
+    """``up`` with ``crashing`` in place of its collection, killed by it."""
+    with pytest.raises(RuntimeError, match="killed inside a batch"):
+        Runner(WithCollection(db, crashing.name, crashing), load_folder(folder), RunOptions(**options)).up()
 
 
 def resumed_like_the_reference(db: Any, reference_db: Any, folder: Any, batch_size: int) -> None:
@@ -508,15 +518,41 @@ def test_a_run_killed_inside_a_batch_resumes_to_the_same_bytes(mongo, tmp_path, 
             target.owners.insert_many(OWNERS)
         folder = migration(tmp_path, case)
         Runner(reference_db, load_folder(folder), RunOptions(batch_size=8)).up()
-        with pytest.raises(RuntimeError, match="killed inside a batch"):
-            Runner(
-                WithCollection(db, collection, Crashing(db[collection], method, crash_at)),
-                load_folder(folder),
-                RunOptions(batch_size=8),
-            ).up()
+        killed_up(db, folder, Crashing(db[collection], method, crash_at), batch_size=8)
         resumed_like_the_reference(db, reference_db, folder, 8)
     finally:
         mongo.client.drop_database(mongo.db_name + "_r")
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", ["computed", "subset", "extended_reference", "document_versioning"])
+@pytest.mark.parametrize(
+    ("crash_at", "after", "workers"),
+    [
+        (1, True, None),  # the first range rewritten, its originals in the documents, no backup yet
+        (2, False, None),  # the first range backed up (side documents made), originals not released
+        (3, True, None),  # the first range settled, the second rewritten
+        (1, True, 2),  # two stretches: one range rewritten, the other stretch's stopped after its own
+    ],
+)
+def test_down_after_a_run_killed_inside_a_batch_gives_the_original_bytes(
+    mongo, tmp_path, case, crash_at, after, workers
+):
+    """A run killed while documents hold their originals, then ``down`` (no ``up`` between): those
+    documents are settled first, so every document gets its original bytes back, none keeps mongopat's
+    field, and no backup or side document is left."""
+    db = mongo.db
+    db.items.insert_many(documents(60, seed=6, nan=False))
+    db.owners.insert_many(OWNERS)
+    before = raw_documents(db, "items")
+    folder = migration(tmp_path, case)
+    # The rewrites and the releases are the items' update_many calls, one after the other.
+    killed_up(db, folder, Crashing(db.items, "update_many", crash_at, after), batch_size=8, workers=workers)
+    assert db.items.count_documents({"__mongopat_original": {"$exists": True}}) > 0
+    assert Runner(db, load_folder(folder), RunOptions(batch_size=8)).down("base") == ["0001_step"]
+    assert raw_documents(db, "items") == before
+    assert db.mongopat_backup.count_documents({}) == 0
+    assert not [name for name in db.list_collection_names() if name.startswith("items_")]
 
 
 @pytest.mark.server_only("the server computes the transform")
@@ -542,9 +578,7 @@ def test_a_referenced_document_changed_before_a_killed_range_settles_is_marked_r
     before = raw_documents(db, "items")
     folder = migration(tmp_path, case)
     # The items collection's 2nd aggregation is the first range's backup (the 1st reads its keys).
-    with pytest.raises(RuntimeError, match="killed inside a batch"):
-        Runner(WithCollection(db, "items", Crashing(db.items, "aggregate", 2)), load_folder(folder),
-               RunOptions(batch_size=40)).up()  # fmt: skip
+    killed_up(db, folder, Crashing(db.items, "aggregate", 2), batch_size=40)
     count = db.items.count_documents(written)
     assert count and db.items.count_documents({"__mongopat_original": {"$exists": True}}) > 0
     db.owners.update_one(*change)
@@ -566,9 +600,7 @@ def test_a_parent_moved_before_a_killed_range_settles_marks_its_descendants_race
     before = raw_documents(db, "items")
     folder = migration(tmp_path, "tree")
     # The items collection's 2nd aggregation is the first range's backup (the 1st reads its parents).
-    with pytest.raises(RuntimeError, match="killed inside a batch"):
-        Runner(WithCollection(db, "items", Crashing(db.items, "aggregate", 2)), load_folder(folder),
-               RunOptions(batch_size=40)).up()  # fmt: skip
+    killed_up(db, folder, Crashing(db.items, "aggregate", 2), batch_size=40)
     assert db.items.count_documents({"__mongopat_original": {"$exists": True}}) == 12
     db.items.update_one({"_id": 5}, {"$set": {"parent": None}})  # node 5 becomes a root
     Runner(db, load_folder(folder), RunOptions(batch_size=40)).up()
@@ -1397,12 +1429,7 @@ def test_a_run_over_stretches_killed_anywhere_resumes_to_the_same_bytes(
             monkeypatch.setattr(
                 sharding, "shard_breaks", lambda db, name: TWO_SHARDS if name == "items" else sharding.ShardBreaks()
             )
-        with pytest.raises(RuntimeError, match="killed inside a batch"):
-            Runner(
-                WithCollection(db, collection, Crashing(db[collection], method, crash_at)),
-                load_folder(folder),
-                RunOptions(batch_size=4, workers=workers),
-            ).up()
+        killed_up(db, folder, Crashing(db[collection], method, crash_at), batch_size=4, workers=workers)
         assert len(step_state(db)["stretches"]) == 3
         resumed_like_the_reference(db, reference_db, folder, 4)
         assert all(s["done"] and s["stashed_to"] is None for s in step_state(db)["stretches"])

@@ -295,6 +295,8 @@ class DocumentSteps(InServerSteps):
 
     def revert(self, run: StepRun) -> None:
         db, name = self.db, run.step.collection
+        if run.state.get("in_server"):
+            self.settle_stashed(run)  # what a stopped run left holding its original first
         backups = db[BACKUP]
         query = step_backups(run.migration_id, run.index)
         unresolved: list[Any] = []

@@ -62,6 +62,7 @@ import bson
 from bson import MinKey, ObjectId
 from pymongo import ASCENDING, DESCENDING
 
+from mongopat.errors import OperationFailed
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.contracts import StepRun, StepState
@@ -285,6 +286,26 @@ class InServerSteps(ServerSteps):
         # was rewritten).
         outcome.stats["backups"] = self.backups_kept(run)
         return migrated
+
+    def settle_stashed(self, run: StepRun) -> int:
+        """Before ``down``: the documents a stopped run left holding their originals (a range rewritten but
+        not yet settled, of one pass or of a stretch) settled as the next ``up`` would settle them, so that
+        ``down`` finds their backups; returns how many. Without this, ``down`` would leave them in the new
+        shape with their original inside."""
+        collection = self.db[run.step.collection]
+        holding = {f"{ORIGINAL}.k": stash_key(run)}
+        last = list(collection.find(holding, {"_id": 1}, sort=[("_id", DESCENDING)], limit=1))
+        if not last:
+            return 0
+        stats: dict[str, Any] = {}
+        settled = self._settle(run, FIRST, last[0]["_id"], stats, replay=True)
+        if left := collection.count_documents(holding):  # _ids of another BSON type than the last's
+            raise OperationFailed(
+                f"{run.step.name} on {run.step.collection}: {left} document(s) still hold the original a stopped "
+                "run kept in them",
+                hint="run `mongopat migrate up` to finish the step, then down",
+            )
+        return settled
 
     def _in_server_pass(
         self,
