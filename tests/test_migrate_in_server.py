@@ -24,6 +24,7 @@ from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.server import sharding, stretches
+from mongopat.migrate.server.document_steps import DocumentSteps
 from mongopat.migrate.server.in_server_steps import InServerSteps, server_pending
 from mongopat.migrate.server.runner import Runner
 from mongopat.migrate.steps import build_step
@@ -416,6 +417,89 @@ def test_down_keeps_what_the_application_changed_after_an_up_inside_the_server(m
         assert doc["status"] == "app" and "note" in doc and "remark" not in doc
     assert not db.items.count_documents({"remark": {"$exists": True}})
     assert untouched.keys() == raw_documents(db, "items").keys()
+
+
+UNSET_DOWN = ["computed", "extended_reference", "tree", "pre_aggregation_owners", "document_versioning",
+              "schema_versioning", "polymorphic_default"]  # fmt: skip
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", UNSET_DOWN)
+def test_down_inside_the_server_writes_the_client_sides_bytes_and_moves_only_ids(mongo, tmp_path, monkeypatch, case):
+    """After an up inside the server, a step whose inverse takes out the fields it added reverts inside the
+    server (``unset_in_server.py``): the same bytes as the client side's ``down`` on a twin database where
+    the application did the same, documents left alone get their original bytes, and no backup goes to
+    the client side, which reads none."""
+    handed: list[int] = []
+    revert_documents = DocumentSteps._revert_documents
+    monkeypatch.setattr(
+        DocumentSteps,
+        "_revert_documents",
+        lambda self, step, backups, state: handed.append(len(backups)) or revert_documents(self, step, backups, state),
+    )
+    twin, db = mongo.client[mongo.db_name + "_c"], mongo.db
+    try:
+        results = []
+        for target, client_side in ((twin, True), (db, False)):
+            (tmp_path / target.name).mkdir()
+            target.items.insert_many(documents(50, seed=4, nan=False))
+            target.owners.insert_many(OWNERS)
+            before = raw_documents(target, "items")
+            folder = migration(tmp_path / target.name, case)
+            Runner(target, load_folder(folder), RunOptions(batch_size=8)).up()
+            assert step_state(target)["in_server"]
+            changed = [3, 4, 5, 6, 7, 8]
+            target.items.update_many({"_id": {"$in": changed[:3]}}, {"$set": {"status": "app"}})  # another field
+            added = OPERATIONS[STEP_TYPE.get(case, case)].server_inverse_unsets(load_folder(folder)[0].steps[0])
+            target.items.update_many({"_id": {"$in": changed[3:5]}}, {"$set": {added[0]: "app"}})  # its field
+            target.items.delete_one({"_id": changed[5]})
+            target.items.insert_one({"_id": 1000, added[0]: "app's own"})  # in the new shape, no backup
+            handed.clear()
+            kept = target.mongopat_backup.count_documents({})
+            # Those the client side made, of documents the server left it (a reference of a type it declines, a
+            # chain it does not walk as Python does): the client side's to revert.
+            made_on_the_client_side = target.mongopat_backup.count_documents({"raw": {"$exists": True}})
+            Runner(target, load_folder(folder), RunOptions(batch_size=8, client_side=client_side)).down("base")
+            results.append(raw_documents(target, "items"))
+            assert sum(handed) == (kept if client_side else made_on_the_client_side)
+            assert made_on_the_client_side < kept / 2
+            touched = {bson.encode({"_id": ident}) for ident in changed}
+            left_alone = {key: value for key, value in before.items() if key not in touched}
+            assert {key: results[-1][key] for key in left_alone} == left_alone
+            assert target.mongopat_backup.count_documents({}) == 0
+        assert results[0] == results[1]
+    finally:
+        mongo.client.drop_database(mongo.db_name + "_c")
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", ["computed", "document_versioning"])
+@pytest.mark.parametrize(
+    ("collection", "method", "crash_at", "after"),
+    [
+        ("mongopat_backup", "aggregate", 2, False),  # the first range reverted, the second's ids not read
+        ("items", "update_many", 1, True),  # the first range's fields taken out, its backups kept
+        ("mongopat_backup", "delete_many", 2, False),  # the same, in the second range
+    ],
+)
+def test_a_down_inside_the_server_killed_anywhere_gives_the_original_bytes_when_run_again(
+    mongo, tmp_path, case, collection, method, crash_at, after
+):
+    db = mongo.db
+    db.items.insert_many(documents(40, seed=5, nan=False))
+    before = raw_documents(db, "items")
+    folder = migration(tmp_path, case)
+    Runner(db, load_folder(folder), RunOptions(batch_size=8)).up()
+    with pytest.raises(RuntimeError, match="killed inside a batch"):
+        Runner(
+            WithCollection(db, collection, Crashing(db[collection], method, crash_at, after)),
+            load_folder(folder),
+            RunOptions(batch_size=8),
+        ).down("base")
+    assert db.mongopat_backup.count_documents({}) and raw_documents(db, "items") != before  # half done
+    assert Runner(db, load_folder(folder), RunOptions(batch_size=8)).down("base") == ["0001_step"]
+    assert raw_documents(db, "items") == before
+    assert db.mongopat_backup.count_documents({}) == 0
 
 
 @pytest.mark.server_only("the server computes the transform")

@@ -104,6 +104,9 @@ class Operation(AddsFields):
     def added(self, step: Step) -> list[str]:
         return [f"{step.params['field']}Factor"]
 
+    def server_inverse_unsets(self, step: Step) -> list[str] | None:
+        return None  # the inverse also gives the counter back its value (below)
+
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:
         result = copy_document(current)
         restore_field(result, original, self.added(step)[0])

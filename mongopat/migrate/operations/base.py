@@ -267,6 +267,12 @@ class DocumentOperation(StepOperation):
     # side documents there are replaced as a whole when it is written again, and go when it goes.
     side_collections: ClassVar[tuple[str, ...]] = ()
 
+    def server_inverse_unsets(self, step: Step) -> list[str] | None:
+        """The top-level fields whose removal is the step's whole inverse for a document whose original had
+        none of them; its ``down`` then runs inside the server after an ``up`` that did
+        (``server/unset_in_server.py``). None where the inverse does more."""
+        return None
+
     def new_shape_marker(self, step: Step) -> str | None:
         """The field a document written in the new shape holds (by ``up`` or by the application), for steps
         with side collections: ``down`` merges back the documents the application wrote so."""
@@ -442,6 +448,11 @@ class AddsFields(DocumentOperation):
         for path in self.added(step):
             restore_field(result, original, path)
         return result
+
+    def server_inverse_unsets(self, step: Step) -> list[str] | None:
+        # The inverse above, for an original without the fields: each removed (nested ones are not taken).
+        added = self.added(step)
+        return added if top_level(*added) else None
 
 
 def top_level(*names: str) -> bool:

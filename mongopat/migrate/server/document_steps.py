@@ -61,6 +61,7 @@ from mongopat.migrate.server.in_server_steps import (
     stash_key,
 )
 from mongopat.migrate.server.steps import PYTHON_BRACKET
+from mongopat.migrate.server.unset_in_server import unset_in_server
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document, hashable_key
 
@@ -297,6 +298,7 @@ class DocumentSteps(InServerSteps):
         db, name = self.db, run.step.collection
         if run.state.get("in_server"):
             self.settle_stashed(run)  # what a stopped run left holding its original first
+            unset_in_server(self, run)  # then what the server can revert itself; the rest below
         backups = db[BACKUP]
         query = step_backups(run.migration_id, run.index)
         unresolved: list[Any] = []

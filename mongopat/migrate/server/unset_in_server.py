@@ -1,0 +1,83 @@
+"""``down`` inside the server for a step whose inverse is to take out the top-level fields it added
+(``DocumentOperation.server_inverse_unsets``: computed, extended_reference, tree, pre_aggregation,
+document_versioning, schema_versioning, polymorphic), after an ``up`` that ran inside the server.
+
+A backup the server made (``in_server_steps._settle``: the original and ``after``, what ``up`` made of it,
+as documents) is taken here when the original had none of those fields and ``after`` without them is the
+original again (equal, and of the same BSON size: no value retyped). For its document, removing the
+fields is then what the client side's ``down`` writes either way:
+- left alone since ``up`` (it is ``after``): the original's bytes, which the client side restores;
+- changed by the application since: the step's inverse, which for these steps removes the fields the
+  original lacked (``AddsFields.inverse``) and keeps the change;
+- deleted: nothing.
+
+Ranges of backups in ``_id`` order, each: one aggregation returns the document ``_id``s (nothing else
+travels), one update pipeline ``$unset``s the fields of those documents (``$unset`` in a pipeline: MongoDB
+4.2; ``$setField``, with which ``after`` loses the fields: 5.0; ``$bsonSize``: 4.4), one delete takes the
+range's backups out. Each document's update is atomic on every server, so an application writing
+meanwhile loses nothing, and no ``$merge`` writes the application's collection. A run stopped anywhere
+takes the same range again: its documents already lack the fields, and the update leaves them as they
+are. Backups not taken here (made on the client side, or whose original had one of the fields) are the
+client side's ``down`` (``DocumentSteps.revert``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bson import MaxKey, MinKey
+
+from mongopat.migrate.bookkeeping import BACKUP
+from mongopat.migrate.contracts import StepRun
+from mongopat.migrate.operations import OPERATIONS
+
+if TYPE_CHECKING:
+    from mongopat.migrate.server.in_server_steps import InServerSteps
+
+
+def unset_in_server(steps: InServerSteps, run: StepRun) -> int:
+    """Revert what this module can of the step's documents (see the module); returns how many backups
+    it took. Nothing where the step's ``up`` ran on the client side, or with ``--client-side``."""
+    fields = OPERATIONS[run.step.name].server_inverse_unsets(run.step)
+    if fields is None or not run.state.get("in_server") or steps.options.client_side:
+        return 0
+    backups, collection = steps.db[BACKUP], steps.db[run.step.collection]
+    key = {"m": run.migration_id, "s": run.index, "c": run.step.collection}
+    taken = _restored_by_unsetting(fields)
+    low: dict[str, Any] = {"$gte": {**key, "id": MinKey()}}
+    done = 0
+    while True:
+        ranged = {"$and": [{"_id": {**low, "$lte": {**key, "id": MaxKey()}}}, taken]}
+        found = backups.aggregate(
+            [
+                {"$match": ranged},
+                {"$sort": {"_id": 1}},
+                {"$limit": steps.options.batch_size},
+                {"$project": {"_id": 0, "id": "$_id.id"}},
+            ]
+        )
+        ids = [backup["id"] for backup in found]
+        if not ids:
+            return done
+        collection.update_many({"_id": {"$in": ids}}, [{"$unset": fields}])
+        # The same backups: nothing but this run writes mongopat_backup while it holds the lock.
+        span = {"_id": {**low, "$lte": {**key, "id": ids[-1]}}}
+        backups.delete_many({"$and": [span, taken]})
+        done += len(ids)
+        low = {"$gt": {**key, "id": ids[-1]}}
+        steps.lock.renew()
+
+
+def _restored_by_unsetting(fields: list[str]) -> dict[str, Any]:
+    """The filter of the backups made inside the server whose original had none of ``fields`` and is
+    ``after`` without them, in value and in BSON size."""
+    after: Any = "$after"
+    for name in fields:
+        after = {"$setField": {"field": name, "input": after, "value": "$$REMOVE"}}
+    same = [{"$eq": ["$original", after]}, {"$eq": [{"$bsonSize": "$original"}, {"$bsonSize": after}]}]
+    return {
+        "original": {"$type": "object"},
+        "after": {"$type": "object"},
+        **{f"original.{name}": {"$exists": False} for name in fields},
+        "$expr": {"$and": same},
+    }
