@@ -23,7 +23,7 @@ from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server import sharding, stretches
+from mongopat.migrate.server import sharding, stretches, unset_in_server
 from mongopat.migrate.server.document_steps import DocumentSteps
 from mongopat.migrate.server.in_server_steps import InServerSteps, server_pending
 from mongopat.migrate.server.runner import Runner
@@ -1519,3 +1519,16 @@ def test_a_run_over_stretches_killed_anywhere_resumes_to_the_same_bytes(
         assert all(s["done"] and s["stashed_to"] is None for s in step_state(db)["stretches"])
     finally:
         mongo.client.drop_database(mongo.db_name + "_r")
+
+
+@pytest.mark.parametrize(
+    ("ids", "limit", "lists"),
+    [
+        ([1, 2, 3], 1000, [[1, 2, 3]]),
+        (["a" * 20, "b" * 20, "c" * 20], 70, [["a" * 20, "b" * 20], ["c" * 20]]),
+        (["a" * 100, 1], 70, [["a" * 100], [1]]),  # one over the limit goes alone, never dropped
+    ],
+)
+def test_the_ids_an_update_of_a_down_inside_the_server_names_are_cut_to_fit(monkeypatch, ids, limit, lists):
+    monkeypatch.setattr(unset_in_server, "ID_BYTES", limit)
+    assert unset_in_server._fitting(ids) == lists

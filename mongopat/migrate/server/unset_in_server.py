@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import bson
 from bson import MaxKey, MinKey
 
 from mongopat.migrate.bookkeeping import BACKUP
@@ -33,6 +34,8 @@ from mongopat.migrate.operations import OPERATIONS
 
 if TYPE_CHECKING:
     from mongopat.migrate.server.in_server_steps import InServerSteps
+
+ID_BYTES = 4 * 1024 * 1024  # of document _ids in one update's filter
 
 
 def unset_in_server(steps: InServerSteps, run: StepRun) -> int:
@@ -59,13 +62,29 @@ def unset_in_server(steps: InServerSteps, run: StepRun) -> int:
         ids = [backup["id"] for backup in found]
         if not ids:
             return done
-        collection.update_many({"_id": {"$in": ids}}, [{"$unset": fields}])
+        for some in _fitting(ids):
+            collection.update_many({"_id": {"$in": some}}, [{"$unset": fields}])
         # The same backups: nothing but this run writes mongopat_backup while it holds the lock.
         span = {"_id": {**low, "$lte": {**key, "id": ids[-1]}}}
         backups.delete_many({"$and": [span, taken]})
         done += len(ids)
         low = {"$gt": {**key, "id": ids[-1]}}
         steps.lock.renew()
+
+
+def _fitting(ids: list[Any]) -> list[list[Any]]:
+    """``ids`` in lists of at most ``ID_BYTES`` encoded (a command is at most 16 MiB; large ``_id``s are
+    allowed)."""
+    lists: list[list[Any]] = [[]]
+    size = 0
+    for ident in ids:
+        grows = len(bson.encode({"_id": ident}))
+        if lists[-1] and size + grows > ID_BYTES:
+            lists.append([])
+            size = 0
+        lists[-1].append(ident)
+        size += grows
+    return lists
 
 
 def _restored_by_unsetting(fields: list[str]) -> dict[str, Any]:
