@@ -325,6 +325,8 @@ def main() -> None:
                         ratios[True] = one["bytes"] / one["data"]
                         print(f"  {path:<12} {step:<18} {ratios[True]:>10.3f} {'':>13}"
                               f" {one['commands'] * 1000 / len(small):>12.1f}")  # fmt: skip
+                        if args.down:
+                            print(f"  {'  its down':<12} {step:<18} {one['down'] / one['data']:>10.3f}")
                         break
                     # One more batch: what a batch of --batch-size documents costs, apart from a run's fixed
                     # commands (changelog, lock, verification).
