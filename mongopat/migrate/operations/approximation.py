@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.placeholders import param
 from mongopat.guide.writes import WritePlan, command
-from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, Step, StepType, restore_field
+from mongopat.migrate.operations.base import INT, STR, AddsFields, Param, ServerInverse, Step, StepType, restore_field
 from mongopat.migrate.operations.server_paths import plain, set_stages, value_at
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads, set_path
 
@@ -104,7 +104,7 @@ class Operation(AddsFields):
     def added(self, step: Step) -> list[str]:
         return [f"{step.params['field']}Factor"]
 
-    def server_inverse_unsets(self, step: Step) -> list[str] | None:
+    def server_inverse(self, step: Step) -> ServerInverse | None:
         return None  # the inverse also gives the counter back its value (below)
 
     def inverse(self, current: Document, original: Document, step: Step, side: list[Document]) -> Document | None:

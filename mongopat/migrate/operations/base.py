@@ -42,6 +42,16 @@ _MISSING = object()
 
 
 @dataclass(frozen=True)
+class ServerInverse:
+    """A step's inverse inside the server, for a document whose original had none of ``fields`` (top-level
+    names): the update pipeline ``stages`` that make it of the document as it is now, with the fields of
+    the original (absent) and the application's changes kept, as :meth:`DocumentOperation.inverse` does."""
+
+    fields: list[str]
+    stages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class RangeValues:
     """What a range's server stages read besides the document (another collection's documents), sent with
     the range's commands as ``let`` variables (MongoDB 5.0): ``variables`` by name, each a literal, and
@@ -267,10 +277,10 @@ class DocumentOperation(StepOperation):
     # side documents there are replaced as a whole when it is written again, and go when it goes.
     side_collections: ClassVar[tuple[str, ...]] = ()
 
-    def server_inverse_unsets(self, step: Step) -> list[str] | None:
-        """The top-level fields whose removal is the step's whole inverse for a document whose original had
-        none of them; its ``down`` then runs inside the server after an ``up`` that did
-        (``server/unset_in_server.py``). None where the inverse does more."""
+    def server_inverse(self, step: Step) -> ServerInverse | None:
+        """The step's inverse as update stages, for a document whose original had none of the fields it
+        names; its ``down`` then runs inside the server after an ``up`` that did
+        (``server/unset_in_server.py``). None where the inverse needs Python or the original."""
         return None
 
     def new_shape_marker(self, step: Step) -> str | None:
@@ -449,10 +459,10 @@ class AddsFields(DocumentOperation):
             restore_field(result, original, path)
         return result
 
-    def server_inverse_unsets(self, step: Step) -> list[str] | None:
+    def server_inverse(self, step: Step) -> ServerInverse | None:
         # The inverse above, for an original without the fields: each removed (nested ones are not taken).
         added = self.added(step)
-        return added if top_level(*added) else None
+        return ServerInverse(added, [{"$unset": added}]) if top_level(*added) else None
 
 
 def top_level(*names: str) -> bool:

@@ -10,9 +10,11 @@ from mongopat.migrate.operations.base import (
     STR,
     DocumentOperation,
     Param,
+    ServerInverse,
     Step,
     StepType,
     restore_field,
+    top_level,
 )
 from mongopat.migrate.operations.server_paths import holds, plain, set_stages, value_at
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, has_path, heads, set_path
@@ -89,3 +91,13 @@ class Operation(DocumentOperation):
         if has_path(result, field) and get_path(result, field) == step.params["value"]:
             restore_field(result, original, field)
         return result
+
+    def server_inverse(self, step: Step) -> ServerInverse | None:
+        # The inverse above: the field goes where it still holds the value. Only a text or null value, which
+        # $eq (in the simple collation, unset_in_server.py) compares as Python's == does: not a number
+        # (Python's True == 1), a date or a container.
+        field, value = step.params["field"], step.params["value"]
+        if not top_level(field) or not (value is None or isinstance(value, str)):
+            return None
+        back = {"$cond": [{"$eq": [f"${field}", {"$literal": value}]}, "$$REMOVE", f"${field}"]}
+        return ServerInverse([field], [{"$set": {field: back}}])

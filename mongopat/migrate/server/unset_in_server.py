@@ -1,24 +1,25 @@
-"""``down`` inside the server for a step whose inverse is to take out the top-level fields it added
-(``DocumentOperation.server_inverse_unsets``: computed, extended_reference, tree, pre_aggregation,
-document_versioning, schema_versioning, polymorphic), after an ``up`` that ran inside the server.
+"""``down`` inside the server for a step whose inverse, for a document whose original lacked the top-level
+fields it wrote, is update stages over the document as it is (``DocumentOperation.server_inverse``): the
+fields taken out for computed, extended_reference, tree, pre_aggregation, document_versioning,
+schema_versioning and polymorphic (``AddsFields``); for set_field with a text or null value, the field
+taken out where it still holds that value. Only after an ``up`` that ran inside the server.
 
 A backup the server made (``in_server_steps._settle``: the original and ``after``, what ``up`` made of it,
 as documents) is taken here when the original had none of those fields and ``after`` without them is the
-original again (equal, and of the same BSON size: no value retyped). For its document, removing the
-fields is then what the client side's ``down`` writes either way:
+original again (equal, and of the same BSON size: no value retyped). For its document, the stages then
+give what the client side's ``down`` writes either way:
 - left alone since ``up`` (it is ``after``): the original's bytes, which the client side restores;
-- changed by the application since: the step's inverse, which for these steps removes the fields the
-  original lacked (``AddsFields.inverse``) and keeps the change;
+- changed by the application since: the step's inverse, which the stages are;
 - deleted: nothing.
 
 Ranges of backups in ``_id`` order, each: one aggregation returns the document ``_id``s (nothing else
-travels), one update pipeline ``$unset``s the fields of those documents (``$unset`` in a pipeline: MongoDB
-4.2; ``$setField``, with which ``after`` loses the fields: 5.0; ``$bsonSize``: 4.4), one delete takes the
-range's backups out. Each document's update is atomic on every server, so an application writing
-meanwhile loses nothing, and no ``$merge`` writes the application's collection. A run stopped anywhere
-takes the same range again: its documents already lack the fields, and the update leaves them as they
-are. Backups not taken here (made on the client side, or whose original had one of the fields) are the
-client side's ``down`` (``DocumentSteps.revert``).
+travels), one update pipeline applies the stages to those documents, in the simple collation (``$unset``
+and ``$set`` in a pipeline: MongoDB 4.2; ``$setField``, with which ``after`` loses the fields: 5.0;
+``$bsonSize``: 4.4), one delete takes the range's backups out. Each document's update is atomic on every
+server, so an application writing meanwhile loses nothing, and no ``$merge`` writes the application's
+collection. A run stopped anywhere takes the same range again: its documents already lack the fields, and
+the update leaves them as they are. Backups not taken here (made on the client side, or whose original
+had one of the fields) are the client side's ``down`` (``DocumentSteps.revert``).
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ ID_BYTES = 4 * 1024 * 1024  # of document _ids in one update's filter
 def unset_in_server(steps: InServerSteps, run: StepRun) -> int:
     """Revert what this module can of the step's documents (see the module); returns how many backups
     it took. Nothing where the step's ``up`` ran on the client side, or with ``--client-side``."""
-    fields = OPERATIONS[run.step.name].server_inverse_unsets(run.step)
-    if fields is None or not run.state.get("in_server") or steps.options.client_side:
+    inverse = OPERATIONS[run.step.name].server_inverse(run.step)
+    if inverse is None or not run.state.get("in_server") or steps.options.client_side:
         return 0
+    fields = inverse.fields
     backups, collection = steps.db[BACKUP], steps.db[run.step.collection]
     key = {"m": run.migration_id, "s": run.index, "c": run.step.collection}
     taken = _restored_by_unsetting(fields)
@@ -63,7 +65,8 @@ def unset_in_server(steps: InServerSteps, run: StepRun) -> int:
         if not ids:
             return done
         for some in _fitting(ids):
-            collection.update_many({"_id": {"$in": some}}, [{"$unset": fields}])
+            # The simple collation: the stages compare values as Python does, whatever the collection's.
+            collection.update_many({"_id": {"$in": some}}, inverse.stages, collation={"locale": "simple"})
         # The same backups: nothing but this run writes mongopat_backup while it holds the lock.
         span = {"_id": {**low, "$lte": {**key, "id": ids[-1]}}}
         backups.delete_many({"$and": [span, taken]})
