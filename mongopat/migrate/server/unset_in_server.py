@@ -41,9 +41,10 @@ ID_BYTES = 4 * 1024 * 1024  # of document _ids in one update's filter
 
 def unset_in_server(steps: InServerSteps, run: StepRun) -> int:
     """Revert what this module can of the step's documents (see the module); returns how many backups
-    it took. Nothing where the step's ``up`` ran on the client side, or with ``--client-side``."""
+    it took. Only after an ``up`` that ran inside the server (``DocumentSteps.revert`` asks); nothing with
+    ``--client-side``."""
     inverse = OPERATIONS[run.step.name].server_inverse(run.step)
-    if inverse is None or not run.state.get("in_server") or steps.options.client_side:
+    if inverse is None or steps.options.client_side:
         return 0
     fields = inverse.fields
     backups, collection = steps.db[BACKUP], steps.db[run.step.collection]
