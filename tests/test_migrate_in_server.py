@@ -431,22 +431,10 @@ def test_down_inside_the_server_writes_the_client_sides_bytes_and_moves_only_ids
     server (``unset_in_server.py``): the same bytes as the client side's ``down`` on a twin database where
     the application did the same, documents left alone get their original bytes, and no backup goes to
     the client side, which reads none."""
-    handed: list[int] = []
-    revert_documents = DocumentSteps._revert_documents
-    monkeypatch.setattr(
-        DocumentSteps,
-        "_revert_documents",
-        lambda self, step, backups, state: handed.append(len(backups)) or revert_documents(self, step, backups, state),
-    )
-    twin, db = mongo.client[mongo.db_name + "_c"], mongo.db
-    try:
+    handed = handed_to_the_client_side(monkeypatch)
+    with twin_databases(mongo, tmp_path, case) as targets:
         results = []
-        for target, client_side in ((twin, True), (db, False)):
-            (tmp_path / target.name).mkdir()
-            target.items.insert_many(documents(50, seed=4, nan=False))
-            target.owners.insert_many(OWNERS)
-            before = raw_documents(target, "items")
-            folder = migration(tmp_path / target.name, case)
+        for target, client_side, folder, before in targets:
             Runner(target, load_folder(folder), RunOptions(batch_size=8)).up()
             assert step_state(target)["in_server"]
             added = OPERATIONS[STEP_TYPE.get(case, case)].server_inverse(load_folder(folder)[0].steps[0]).fields
@@ -462,31 +450,90 @@ def test_down_inside_the_server_writes_the_client_sides_bytes_and_moves_only_ids
             # Those the client side made, of documents the server left it (a reference of a type it declines, a
             # chain it does not walk as Python does): the client side's to revert.
             made_on_the_client_side = target.mongopat_backup.count_documents({"raw": {"$exists": True}})
-            # And those whose original had the field (set_field over a value): the inverse needs the original.
-            had = target.mongopat_backup.count_documents({f"original.{added[0]}": {"$exists": True}})
             Runner(target, load_folder(folder), RunOptions(batch_size=8, client_side=client_side)).down("base")
             results.append(raw_documents(target, "items"))
-            assert sum(handed) == (kept if client_side else made_on_the_client_side + had)
-            assert made_on_the_client_side + had < kept  # the server took some
+            # Those whose original had the field (set_field over a value), left alone, get it back inside the
+            # server too (restore_in_server.py).
+            assert len(handed) == (kept if client_side else made_on_the_client_side)
+            assert made_on_the_client_side < kept  # the server took some
             touched = {bson.encode({"_id": ident}) for ident in changed}
             left_alone = {key: value for key, value in before.items() if key not in touched}
             assert {key: results[-1][key] for key in left_alone} == left_alone
             assert target.mongopat_backup.count_documents({}) == 0
         assert results[0] == results[1]
-    finally:
-        mongo.client.drop_database(mongo.db_name + "_c")
+
+
+# Steps whose down needs the original (or, for set_field over a value, the original had the field):
+# restore_in_server.py gives the documents left alone theirs inside the server.
+RESTORE_DOWN = ["set_field", "set_field_text", "unset_field", "rename_field", "rename_onto_existing", "approximation",
+                "attribute", "map_to_array", "subset", "outlier", "unset_field_nested", "rename_field_nested",
+                "set_field_nested", "approximation_nested", "map_to_array_nested", "subset_nested"]  # fmt: skip
 
 
 @pytest.mark.server_only("the server computes the transform")
-@pytest.mark.parametrize("case", ["computed", "document_versioning"])
-@pytest.mark.parametrize(
-    ("collection", "method", "crash_at", "after"),
-    [
-        ("mongopat_backup", "aggregate", 2, False),  # the first range reverted, the second's ids not read
-        ("items", "update_many", 1, True),  # the first range's fields taken out, its backups kept
-        ("mongopat_backup", "delete_many", 2, False),  # the same, in the second range
-    ],
-)
+@pytest.mark.parametrize("case", RESTORE_DOWN)
+def test_down_inside_the_server_restores_the_originals_of_documents_left_alone(mongo, tmp_path, monkeypatch, case):
+    """After an up inside the server, the documents left alone get their originals back inside the server
+    (``restore_in_server.py``); those the application changed or deleted go to the client side's down,
+    with the backups the client side made. The bytes are those of the client side's down on a twin
+    database where the application did the same."""
+    handed = handed_to_the_client_side(monkeypatch)
+    with twin_databases(mongo, tmp_path, case) as targets:
+        results = []
+        for target, client_side, folder, before in targets:
+            step = load_folder(folder)[0].steps[0]
+            Runner(target, load_folder(folder), RunOptions(batch_size=8)).up()
+            assert step_state(target)["in_server"]
+            # Documents whose backups are this module's: made inside the server, and not the unsetting's.
+            theirs: dict[str, Any] = {"original": {"$type": "object"}, "raced": {"$ne": True}}
+            if (inverse := OPERATIONS[step.name].server_inverse(step)) is not None:
+                theirs[f"original.{inverse.fields[0]}"] = {"$exists": True}
+            changed = [b["_id"]["id"] for b in target.mongopat_backup.find(theirs).sort("_id", 1).limit(4)]
+            assert len(changed) == 4
+            target.items.update_many({"_id": {"$in": changed[:3]}}, {"$set": {"qty": "app"}})
+            target.items.delete_one({"_id": changed[3]})
+            target.items.insert_one({"_id": 1000, "qty": "app's own"})  # in the old shape, no backup
+            handed.clear()
+            made_on_the_client_side = [b["_id"]["id"] for b in target.mongopat_backup.find({"raw": {"$exists": True}})]
+            Runner(target, load_folder(folder), RunOptions(batch_size=8, client_side=client_side)).down("base")
+            results.append(raw_documents(target, "items"))
+            if not client_side:
+                assert sorted(handed) == sorted(made_on_the_client_side + changed)
+            touched = {bson.encode({"_id": ident}) for ident in changed}
+            left_alone = {key: value for key, value in before.items() if key not in touched}
+            assert {key: results[-1][key] for key in left_alone} == left_alone
+            assert target.mongopat_backup.count_documents({}) == 0
+            assert not target.items.count_documents({"__mongopat_original": {"$exists": True}})
+        assert results[0] == results[1]
+
+
+# Where a down inside the server is killed: the unsetting's commands (computed, document_versioning) and
+# the restoring's (rename_field, subset).
+DOWN_KILLS = [
+    *(
+        (case, *point)
+        for case in ("computed", "document_versioning")
+        for point in (
+            ("mongopat_backup", "aggregate", 2, False),  # the first range reverted, the second's ids not read
+            ("items", "update_many", 1, True),  # the first range's fields taken out, its backups kept
+            ("mongopat_backup", "delete_many", 2, False),  # the same, in the second range
+        )
+    ),
+    *(
+        (case, *point)
+        for case in ("rename_field", "subset")
+        for point in (
+            ("items", "update_many", 1, True),  # the first range restored and marked, the marks not taken out
+            ("mongopat_backup", "aggregate", 1, False),  # the same, those not restored not yet read
+            ("items", "update_many", 2, True),  # the marks taken out, the range's backups kept
+            ("mongopat_backup", "delete_many", 2, False),  # the same, in the second range
+        )
+    ),
+]
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize(("case", "collection", "method", "crash_at", "after"), DOWN_KILLS)
 def test_a_down_inside_the_server_killed_anywhere_gives_the_original_bytes_when_run_again(
     mongo, tmp_path, case, collection, method, crash_at, after
 ):
@@ -531,6 +578,37 @@ def test_a_run_stopped_after_any_batch_resumes_to_the_same_bytes(mongo, tmp_path
         assert Runner(db, load_folder(folder)).verify() == {"0001_step": []}
     finally:
         mongo.client.drop_database(mongo.db_name + "_r")
+
+
+def handed_to_the_client_side(monkeypatch: Any) -> list[Any]:
+    """The ``_id``s of the documents whose backups ``down`` hands to the client side's revert, as it does."""
+    handed: list[Any] = []
+    revert_documents = DocumentSteps._revert_documents
+
+    def recording(self: DocumentSteps, step: Any, backups: list[dict[str, Any]], state: Any) -> list[Any]:
+        handed.extend(backup["_id"]["id"] for backup in backups)
+        return revert_documents(self, step, backups, state)
+
+    monkeypatch.setattr(DocumentSteps, "_revert_documents", recording)
+    return handed
+
+
+@contextlib.contextmanager
+def twin_databases(mongo: Any, tmp_path: Any, case: str) -> Any:
+    """A twin of the test's database, whose run takes the client side, then the test's own: each with the
+    same items (and owners), with ``case``'s migration folder and the items' bytes before it."""
+
+    def prepared(target: Any, client_side: bool) -> tuple[Any, bool, Any, dict[Any, bytes]]:
+        (tmp_path / target.name).mkdir()
+        target.items.insert_many(documents(50, seed=4, nan=False))
+        target.owners.insert_many(OWNERS)
+        return target, client_side, migration(tmp_path / target.name, case), raw_documents(target, "items")
+
+    twin = mongo.client[mongo.db_name + "_c"]
+    try:
+        yield (prepared(target, client_side) for target, client_side in ((twin, True), (mongo.db, False)))
+    finally:
+        mongo.client.drop_database(twin.name)
 
 
 class Crashing:

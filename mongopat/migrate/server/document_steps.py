@@ -60,6 +60,7 @@ from mongopat.migrate.server.in_server_steps import (
     server_pending,
     stash_key,
 )
+from mongopat.migrate.server.restore_in_server import restore_in_server
 from mongopat.migrate.server.steps import PYTHON_BRACKET
 from mongopat.migrate.server.unset_in_server import unset_in_server
 from mongopat.migrate.steps import Step
@@ -299,6 +300,7 @@ class DocumentSteps(InServerSteps):
         if run.state.get("in_server"):
             self.settle_stashed(run)  # what a stopped run left holding its original first
             unset_in_server(self, run)  # then what the server can revert itself; the rest below
+            restore_in_server(self, run)  # the originals of documents left alone, of the other steps
         backups = db[BACKUP]
         query = step_backups(run.migration_id, run.index)
         unresolved: list[Any] = []

@@ -37,8 +37,9 @@ checkpoint: a run stopped anywhere in between settles that range first (steps 2 
 leaves no original in a document and no document without its backup. An application reading the range
 meanwhile sees the field ``__mongopat_original`` for the moment between steps 1 and 3.
 
-``down`` restores a document still equal to ``after`` byte for byte and gives one the application
-changed since the step's inverse (``document_steps.py``).
+``down`` restores a document still equal to ``after`` byte for byte (inside the server:
+``unset_in_server.py``, ``restore_in_server.py``) and gives one the application changed since the step's
+inverse (``document_steps.py``).
 
 Operators: update pipelines with ``$set``, ``$unset`` and ``$replaceWith`` (MongoDB 4.2), ``$merge`` into
 mongopat's own collections (4.2), ``$bsonSize`` (4.4), ``$setField`` for nested paths (5.0,

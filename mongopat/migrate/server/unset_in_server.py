@@ -19,7 +19,8 @@ and ``$set`` in a pipeline: MongoDB 4.2; ``$setField``, with which ``after`` los
 server, so an application writing meanwhile loses nothing, and no ``$merge`` writes the application's
 collection. A run stopped anywhere takes the same range again: its documents already lack the fields, and
 the update leaves them as they are. Backups not taken here (made on the client side, or whose original
-had one of the fields) are the client side's ``down`` (``DocumentSteps.revert``).
+had one of the fields) go to ``restore_in_server.py`` and the client side's ``down``
+(``DocumentSteps.revert``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from bson import MaxKey, MinKey
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.operations import OPERATIONS
+from mongopat.migrate.server.command_lists import fitting
 
 if TYPE_CHECKING:
     from mongopat.migrate.server.in_server_steps import InServerSteps
@@ -77,18 +79,8 @@ def unset_in_server(steps: InServerSteps, run: StepRun) -> int:
 
 
 def _fitting(ids: list[Any]) -> list[list[Any]]:
-    """``ids`` in lists of at most ``ID_BYTES`` encoded (a command is at most 16 MiB; large ``_id``s are
-    allowed)."""
-    lists: list[list[Any]] = [[]]
-    size = 0
-    for ident in ids:
-        grows = len(bson.encode({"_id": ident}))
-        if lists[-1] and size + grows > ID_BYTES:
-            lists.append([])
-            size = 0
-        lists[-1].append(ident)
-        size += grows
-    return lists
+    """``ids`` in lists of at most ``ID_BYTES`` encoded (large ``_id``s are allowed)."""
+    return fitting(ids, lambda ident: len(bson.encode({"_id": ident})), ID_BYTES)
 
 
 def _restored_by_unsetting(fields: list[str]) -> dict[str, Any]:

@@ -1,0 +1,23 @@
+"""Values cut into lists that each fit one command (a command is at most 16 MiB)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+Item = TypeVar("Item")
+
+
+def fitting(items: list[Item], size_of: Callable[[Item], int], limit: int) -> list[list[Item]]:
+    """``items`` in order, in lists of at most ``limit`` bytes by ``size_of`` (at least one item each: a
+    single larger one is allowed its own list)."""
+    lists: list[list[Item]] = [[]]
+    size = 0
+    for item in items:
+        grows = size_of(item)
+        if lists[-1] and size + grows > limit:
+            lists.append([])
+            size = 0
+        lists[-1].append(item)
+        size += grows
+    return lists
