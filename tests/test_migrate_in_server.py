@@ -507,6 +507,23 @@ def test_down_inside_the_server_restores_the_originals_of_documents_left_alone(m
         assert results[0] == results[1]
 
 
+@pytest.mark.server_only("the server computes the transform")
+def test_a_restore_inside_the_server_sends_originals_holding_dollar_strings_as_values(mongo, tmp_path, monkeypatch):
+    """An original's ``"$price"`` or DBRef is a value, not an expression, in the restore's let variables."""
+    db = mongo.db
+    db.items.insert_many(
+        [{"_id": i, "note": "$price", "ref": bson.DBRef("owners", i), "tags": ["$a", {"$b": 1}]} for i in range(12)]
+    )
+    before = raw_documents(db, "items")
+    folder = migration(tmp_path, "rename_field")
+    Runner(db, load_folder(folder), RunOptions(batch_size=5)).up()
+    assert step_state(db)["in_server"] and db.mongopat_backup.count_documents({"original": {"$type": "object"}})
+    handed = handed_to_the_client_side(monkeypatch)
+    Runner(db, load_folder(folder), RunOptions(batch_size=5)).down("base")
+    assert raw_documents(db, "items") == before
+    assert handed == []
+
+
 # Where a down inside the server is killed: the unsetting's commands (computed, document_versioning) and
 # the restoring's (rename_field, subset).
 DOWN_KILLS = [

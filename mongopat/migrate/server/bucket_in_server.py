@@ -214,7 +214,10 @@ class BucketsInServer(BucketRanges):
         ids = [ident for row in found for ident in row["ids"]]
         if ids:
             self.collection.update_many(
-                {"_id": {"$in": [row["_id"] for row in found]}}, bucket_stages.pull(), let={"ids": ids}
+                # $literal: a let variable is an expression, and an _id "$a" would be read as a path.
+                {"_id": {"$in": [row["_id"] for row in found]}},
+                bucket_stages.pull(),
+                let={"ids": {"$literal": ids}},
             )
         return len(ids)
 

@@ -91,7 +91,8 @@ def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
             collection.update_many(
                 {"_id": {"$in": [original["_id"] for original in some]}},
                 restore_stages(stages, mark),
-                let={IDS: [original["_id"] for original in some], ORIGINALS: some},
+                # $literal: a let variable is an expression, and an original's "$price" would be a path.
+                let={IDS: {"$literal": [original["_id"] for original in some]}, ORIGINALS: {"$literal": some}},
                 collation={"locale": "simple"},  # the stages compare as Python does, whatever the collection's
             )
         span = {"_id": {**low, "$lte": {**key, "id": ids[-1]}}}
