@@ -508,11 +508,15 @@ def test_down_inside_the_server_restores_the_originals_of_documents_left_alone(m
 
 
 @pytest.mark.server_only("the server computes the transform")
-def test_a_restore_inside_the_server_sends_originals_holding_dollar_strings_as_values(mongo, tmp_path, monkeypatch):
-    """An original's ``"$price"`` or DBRef is a value, not an expression, in the restore's let variables."""
+def test_a_restore_inside_the_server_sends_patches_holding_dollar_strings_as_values(mongo, tmp_path, monkeypatch):
+    """An original's ``"$price"`` or DBRef is a value, not an expression, in the restore's let variables, and
+    field names with a dollar or a dot come back where they were."""
     db = mongo.db
     db.items.insert_many(
-        [{"_id": i, "note": "$price", "ref": bson.DBRef("owners", i), "tags": ["$a", {"$b": 1}]} for i in range(12)]
+        [
+            {"_id": i, "$odd": 1, "note": "$price", "a.b": 2, "ref": bson.DBRef("owners", i), "tags": ["$a", {"$b": 1}]}
+            for i in range(12)
+        ]
     )
     before = raw_documents(db, "items")
     folder = migration(tmp_path, "rename_field")
@@ -1627,6 +1631,7 @@ def test_a_run_over_stretches_killed_anywhere_resumes_to_the_same_bytes(
         ([1, 2, 3], 1000, [[1, 2, 3]]),
         (["a" * 20, "b" * 20, "c" * 20], 70, [["a" * 20, "b" * 20], ["c" * 20]]),
         (["a" * 100, 1], 70, [["a" * 100], [1]]),  # one over the limit goes alone, never dropped
+        ([], 70, []),  # nothing to send: no command (a range whose documents all changed)
     ],
 )
 def test_the_ids_an_update_of_a_down_inside_the_server_names_are_cut_to_fit(monkeypatch, ids, limit, lists):

@@ -10,7 +10,9 @@ Item = TypeVar("Item")
 
 def fitting(items: list[Item], size_of: Callable[[Item], int], limit: int) -> list[list[Item]]:
     """``items`` in order, in lists of at most ``limit`` bytes by ``size_of`` (at least one item each: a
-    single larger one is allowed its own list)."""
+    single larger one is allowed its own list); none for no items."""
+    if not items:
+        return []
     lists: list[list[Item]] = [[]]
     size = 0
     for item in items:

@@ -12,10 +12,10 @@ A backup the server made (``in_server_steps._settle``: original and ``after`` as
    took out, each with its value and its place among the original's fields, and the names of those it
    added. ``up``'s stages only set and unset fields, so every other field is ``after``'s, in the
    original's order: only the patch travels;
-2. one update pipeline over those documents (``_id $in``, the patches as ``let`` variables, in the simple
-   collation) rebuilds each original from the document and its patch, transforms it by the step's stages
-   as ``up`` did, and compares that with the document as it is (``$eq`` and ``$bsonSize``, as ``after``
-   is checked on ``up``). Equal: the document becomes the original followed by
+2. one update pipeline over those documents (their ``_id`` range, and ``$in`` the ``_id``s sent with the
+   patches as ``let`` variables; in the simple collation) rebuilds each original from the document and its
+   patch, transforms it by the step's stages as ``up`` did, and compares that with the document as it is
+   (``$eq`` and ``$bsonSize``, as ``after`` is checked on ``up``). Equal: the document becomes the original followed by
    ``__mongopat_original: {k}`` (this step's mark of a restore). Not equal (the application changed a
    field the step writes since step 1): it stays as it is. Each document's update is atomic on every
    server: an application's write lands before it or after it (on the original). One that lands
@@ -99,7 +99,8 @@ def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
         for some in fitting(left_alone, lambda row: len(row.raw), PATCHES_BYTES):
             chosen = [row["i"] for row in some]
             collection.update_many(
-                {"_id": {"$in": chosen}},
+                # The documents by their range and the let variable: their _ids travel once more, not twice.
+                {"_id": {"$gte": chosen[0], "$lte": chosen[-1]}, "$expr": {"$in": ["$_id", f"$${IDS}"]}},
                 restore_stages(stages, mark),
                 # $literal: a let variable is an expression, and an original's "$price" would be a path.
                 let={IDS: {"$literal": chosen}, PATCHES: {"$literal": [row["q"] for row in some]}},
