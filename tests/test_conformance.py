@@ -580,6 +580,20 @@ def test_type_of_a_missing_field_is_missing_through_a_variable_too(mongo):
     assert found == {"path": "missing", "variable": "missing"}
 
 
+@pytest.mark.diverges("mongomock", "aggregate [$project {t: {$type: {$arrayElemAt: [[], 0]}}}]: Unrecognized '$type'")
+@pytest.mark.diverges(
+    "secantusdb", "aggregate [$project {t: {$type: {$arrayElemAt: [[], 0]}}}]: 'object' (through a $let too)"
+)
+def test_type_of_an_element_past_the_end_is_missing(mongo):
+    """``$arrayElemAt`` past the end of an array is missing, and so is a variable bound to it
+    (``restore_in_server.py`` keeps its indexes inside the array rather than rely on it)."""
+    mongo.db.kept.insert_one({"_id": 1, "a": []})
+    past = {"$arrayElemAt": ["$a", 0]}
+    through = {"$let": {"vars": {"e": past}, "in": {"$type": "$$e"}}}
+    [found] = mongo.db.kept.aggregate([{"$project": {"_id": 0, "direct": {"$type": past}, "variable": through}}])
+    assert found == {"direct": "missing", "variable": "missing"}
+
+
 @pytest.mark.diverges("mongomock", "aggregate [$project {f: {$filter: {input: '$x', ...}}}]: no field f")
 @pytest.mark.diverges(
     "secantusdb",

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import bson
+import pymongo
 import pytest
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
@@ -526,6 +527,97 @@ def test_a_restore_inside_the_server_sends_patches_holding_dollar_strings_as_val
     Runner(db, load_folder(folder), RunOptions(batch_size=5)).down("base")
     assert raw_documents(db, "items") == before
     assert handed == []
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize(
+    ("case", "patches_sent"), [("rename_field", [3, 1, 1]), ("set_field", [1, 1, 1]), ("attribute", [1, 1, 1])]
+)
+def test_a_restore_inside_the_server_sends_a_patch_once_for_a_run_of_documents_sharing_it(
+    mongo, tmp_path, monkeypatch, case, patches_sent
+):
+    """Documents whose patches hold no value (a field added, or renamed or moved into the pairs of an
+    attribute array: its value is in the document) and are alike travel as their ``_id``s and one patch;
+    the sixth document, whose note has another place, has its own, and the run after it a new one (the
+    attribute step leaves it alone: no backup, the run goes on)."""
+    db = mongo.db
+    db.items.insert_many(
+        [{"_id": i, "status": "a", "note": f"n{i}", "price": i * 1.5, "qty": i, "fee": bson.Int64(i % 3)}
+         if i != 5 else {"_id": i, "note": "x", "qty": i} for i in range(30)]
+    )  # fmt: skip
+    before = raw_documents(db, "items")
+    folder = migration(tmp_path, case)
+    Runner(db, load_folder(folder), RunOptions(batch_size=10)).up()
+    assert step_state(db)["in_server"]
+    sent: list[int] = []
+    update_many = pymongo.collection.Collection.update_many
+
+    def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("let") and "patches" in kwargs["let"]:
+            sent.append(len(kwargs["let"]["patches"]["$literal"]))
+        return update_many(self, *args, **kwargs)
+
+    monkeypatch.setattr(pymongo.collection.Collection, "update_many", recording)
+    handed = handed_to_the_client_side(monkeypatch)
+    Runner(db, load_folder(folder), RunOptions(batch_size=10)).down("base")
+    assert raw_documents(db, "items") == before and handed == []
+    assert sent == patches_sent
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize(
+    ("case", "change"), [("rename_field", {"$unset": "remark"}), ("attribute", {"$set": {"attrs": []}})]
+)
+def test_a_value_a_patch_names_taken_away_between_its_read_and_the_restore_leaves_the_document_as_it_is(
+    mongo, tmp_path, case, change
+):
+    """The application takes away the field (or the pair) a patch names its original's value by, after the
+    patches were read and before the update: the update leaves those documents (no error: the value is not
+    there to rebuild the original from), and the client side's ``down`` gives them what it gives them on a
+    twin database where the application wrote before ``down``."""
+    with twin_databases(mongo, tmp_path, case) as targets:
+        results = []
+        for target, before_down, folder, _before in targets:
+            Runner(target, load_folder(folder), RunOptions(batch_size=8)).up()
+            theirs = {"original": {"$type": "object"}, "raced": {"$ne": True}}
+            changed = [b["_id"]["id"] for b in target.mongopat_backup.find(theirs).sort("_id", 1).limit(3)]
+
+            def app(target: Any = target, changed: list[Any] = changed) -> None:
+                target.items.update_many({"_id": {"$in": changed}}, change)
+
+            if before_down:
+                app()
+                database = target
+            else:
+                database = WithCollection(target, "items", BeforeFirst(target.items, "update_many", app))
+            try:
+                Runner(database, load_folder(folder), RunOptions(batch_size=8)).down("base")
+                failed = None
+            except OperationFailed as error:
+                failed = str(error)
+            results.append((raw_documents(target, "items"), failed))
+            assert not target.items.count_documents({"__mongopat_original": {"$exists": True}})
+        assert results[0] == results[1]
+
+
+class BeforeFirst:
+    """A collection running ``action`` once, before the first call of ``method`` (the application writing
+    between two of mongopat's commands)."""
+
+    def __init__(self, collection: Any, method: str, action: Any) -> None:
+        self._collection, self.method, self.action, self.name = collection, method, action, collection.name
+
+    def __getattr__(self, attribute: str) -> Any:
+        found = getattr(self._collection, attribute)
+        if attribute != self.method or self.action is None:
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            action, self.action = self.action, None
+            action()
+            return found(*args, **kwargs)
+
+        return call
 
 
 # Where a down inside the server is killed: the unsetting's commands (computed, document_versioning) and

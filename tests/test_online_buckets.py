@@ -14,7 +14,7 @@ from typing import Any
 import bson
 import pytest
 
-from mongopat.migrate.operations import bucket
+from mongopat.migrate.operations import bucket, bucket_stages
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
 from mongopat.migrate.server.runner import Runner
@@ -247,17 +247,20 @@ def test_nested_measurements_and_their_placeholders_are_bucketed_alike_on_every_
 # -- inside the server (server/bucket_in_server.py) ------------------------------------------------------
 
 
-class CrashAfterCommand:
-    """A database whose ``n``-th call mongopat makes on any collection raises :class:`Crash` right after
-    the call has done its work (the run is killed before it records that work). The lock's collection is
-    left out: a run killed holding it leaves a lease the next run waits out (``test_migrate_unlock.py``)."""
+class WrappedCalls:
+    """A database whose collections' calls go through :meth:`call` (those named in ``left_alone`` do not)."""
 
-    def __init__(self, db: Any, n: int) -> None:
-        self._db, self.left = db, n
+    left_alone: tuple[str, ...] = ()
+
+    def __init__(self, db: Any) -> None:
+        self._db = db
+
+    def call(self, name: str, attribute: str, found: Any, args: Any, kwargs: Any) -> Any:
+        return found(*args, **kwargs)
 
     def __getitem__(self, name: str) -> Any:
         collection, outer = self._db[name], self
-        if name == "mongopat_lock":
+        if name in self.left_alone:
             return collection
 
         class Collection:
@@ -265,22 +268,33 @@ class CrashAfterCommand:
                 found = getattr(collection, attribute)
                 if not callable(found):
                     return found
-
-                def call(*args: Any, **kwargs: Any) -> Any:
-                    result = found(*args, **kwargs)
-                    if attribute in ("find", "aggregate", "list_indexes"):
-                        result = list(result)
-                    outer.left -= 1
-                    if outer.left == 0:
-                        raise Crash()
-                    return result
-
-                return call
+                return lambda *args, **kwargs: outer.call(name, attribute, found, args, kwargs)
 
         return Collection()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._db, name)
+
+
+class CrashAfterCommand(WrappedCalls):
+    """A database whose ``n``-th call mongopat makes on any collection raises :class:`Crash` right after
+    the call has done its work (the run is killed before it records that work). The lock's collection is
+    left out: a run killed holding it leaves a lease the next run waits out (``test_migrate_unlock.py``)."""
+
+    left_alone = ("mongopat_lock",)
+
+    def __init__(self, db: Any, n: int) -> None:
+        super().__init__(db)
+        self.left = n
+
+    def call(self, name: str, attribute: str, found: Any, args: Any, kwargs: Any) -> Any:
+        result = found(*args, **kwargs)
+        if attribute in ("find", "aggregate", "list_indexes"):
+            result = list(result)
+        self.left -= 1
+        if self.left == 0:
+            raise Crash()
+        return result
 
 
 def _snapshot(db: Any) -> tuple[list[bytes], list[bytes]]:
@@ -470,3 +484,67 @@ def test_a_reading_deleted_while_a_bucket_the_client_side_shares_is_unpacked_sta
     found = every_reading(db)
     assert victim not in found
     assert sorted(found) == sorted([*(i for i in range(60) if i != victim), 700])
+
+
+@pytest.mark.server_only("the server computes the buckets")
+def test_readings_whose_ids_start_with_a_dollar_are_pulled_out_of_their_buckets_when_changed(mongo, tmp_path):
+    """Readings the application changes between their stash and their delete are pulled out of the buckets
+    by their ``_id``s, sent as a ``let`` variable: ``"$r03"`` is a value there, not a path (without
+    ``$literal`` the pull finds nothing, and the reading is in a bucket and a document at once until the
+    catch-up)."""
+    rng = random.Random(5)
+    mongo.db.readings.insert_many([{**reading(i, rng), "_id": f"$r{i:02d}"} for i in range(30)])
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "0001_bucket.yaml").write_text(render("0001_bucket", "bucket", [SPEC], "test"))
+    changed: list[Any] = []
+    in_buckets_after_the_pull: list[Any] = []
+
+    def change_two_stashed() -> None:
+        stashed = [d["_id"] for d in mongo.db.readings.find({bucket_stages.STASHED: {"$exists": True}}).limit(2)]
+        mongo.db.readings.update_many({"_id": {"$in": stashed}}, {"$inc": {"app_counter": 1}})
+        changed.extend(stashed)
+
+    def look_into_the_buckets() -> None:
+        buckets = mongo.db.readings.find({"readings._id": {"$in": changed}}, {"readings._id": 1})
+        in_buckets_after_the_pull.extend(r["_id"] for b in buckets for r in b["readings"] if r["_id"] in changed)
+
+    hooks = {"delete_many": change_two_stashed, "unstash": look_into_the_buckets}
+    Runner(BeforeCalls(mongo.db, hooks), load_folder(folder), RunOptions(batch_size=12)).up()
+    assert len(changed) == 2 and in_buckets_after_the_pull == []
+    Runner(mongo.db, load_folder(folder), RunOptions(batch_size=12)).up()
+    found = every_reading(mongo.db)
+    assert sorted(found) == [f"$r{i:02d}" for i in range(30)]
+    assert all(len(copies) == 1 for copies in found.values())
+    assert [found[ident][0]["app_counter"] for ident in changed] == [1, 1]
+
+
+class BeforeCalls(WrappedCalls):
+    """A database running each of ``hooks`` once, before the first call on the readings it names: a method
+    (``delete_many``), or ``unstash`` for the ``update_many`` that unstashes a range's readings (the
+    application writing between mongopat's commands)."""
+
+    def __init__(self, db: Any, hooks: dict[str, Any]) -> None:
+        super().__init__(db)
+        self.hooks = dict(hooks)
+
+    def call(self, name: str, attribute: str, found: Any, args: Any, kwargs: Any) -> Any:
+        if name == "readings":
+            unstash = attribute == "update_many" and args and args[0] == {bucket_stages.STASHED: ANY_KEY}
+            hook = "unstash" if unstash and "delete_many" not in self.hooks else attribute
+            if (action := self.hooks.pop(hook, None)) is not None:
+                action()
+        return found(*args, **kwargs)
+
+
+class _AnyKey:
+    """Equal to any stash key (a range's)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+ANY_KEY = _AnyKey()

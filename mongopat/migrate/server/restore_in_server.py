@@ -9,26 +9,32 @@ A backup the server made (``in_server_steps._settle``: original and ``after`` as
 
 1. one aggregation returns, for each backup whose document is still ``after`` (left alone since ``up``),
    what its original holds that ``after`` does not (``patches``): the top-level fields ``up`` changed or
-   took out, each with its value and its place among the original's fields, and the names of those it
-   added. ``up``'s stages only set and unset fields, so every other field is ``after``'s, in the
-   original's order: only the patch travels;
+   took out, each with its place among the original's fields and its value, or the name of the field
+   ``up`` added that holds it (a rename), and the names of the fields ``up`` added. ``up``'s stages only
+   set and unset fields, so every other field is ``after``'s, in the original's order: only the patch
+   travels, and a patch holding no value, the same as the previous document's, not again
+   (``shared_patches``: a run of documents a field was set, renamed or added in alike is its ``_id``s
+   and one patch);
 2. one update pipeline over those documents (their ``_id`` range, and ``$in`` the ``_id``s sent with the
-   patches as ``let`` variables; in the simple collation) rebuilds each original from the document and its
-   patch, transforms it by the step's stages as ``up`` did, and compares that with the document as it is
-   (``$eq`` and ``$bsonSize``, as ``after`` is checked on ``up``). Equal: the document becomes the original followed by
-   ``__mongopat_original: {k}`` (this step's mark of a restore). Not equal (the application changed a
-   field the step writes since step 1): it stays as it is. Each document's update is atomic on every
-   server: an application's write lands before it or after it (on the original). One that lands
-   between steps 1 and 2 on a field the step neither reads nor writes is kept, in the original's order;
+   runs' patches as ``let`` variables; in the simple collation) rebuilds each original from the document
+   and its run's patch, transforms it by the step's stages as ``up`` did, and compares that with the
+   document as it is (``$eq`` and ``$bsonSize``, as ``after`` is checked on ``up``). Equal: the document
+   becomes the original followed by ``__mongopat_original: {k}`` (this step's mark of a restore). Not
+   equal (the application changed a field the step writes since step 1): it stays as it is. Each
+   document's update is atomic on every server: an application's write lands before it or after it (on
+   the original). One that lands between steps 1 and 2 on a field the step neither reads nor writes is
+   kept, in the original's order; one on a field ``up`` added and a patch names is what the original's
+   field gets back (the application's latest value of it);
 3. one aggregation returns the ``_id``s of the range's documents neither marked nor equal to their
    original (changed, or deleted): usually none;
 4. one update pipeline ``$unset`` of the mark: the original's bytes again;
 5. one delete of the range's other backups. Those of step 3 go to the client side's ``down``, which gives a
    changed document the step's inverse and leaves a deleted one deleted.
 
-So what travels is the part of each document the step changed, twice (the reply and the update), and its
-``_id`` twice; the client side's ``down`` moves the original, what ``up`` made of it and the document as
-it is, and writes it with the whole document as its condition.
+So what travels is each document's ``_id`` twice (the reply and the update) and the part of it the step
+changed, twice, where that holds values (a value ``up`` rewrote: approximation, attribute, a nested
+path); the client side's ``down`` moves the original, what ``up`` made of it and the document as it is,
+and writes it with the whole document as its condition.
 
 A ``down`` stopped anywhere takes the range again: a document restored is no longer ``after`` (step 1
 leaves it out), and step 3 finds it marked or equal to its original.
@@ -41,14 +47,16 @@ range's ``_id``s finds each document's own patch.
 Operators: update pipelines with ``$set``, ``$unset``, ``$replaceWith`` (MongoDB 4.2), ``let`` on
 ``update`` (5.0), ``$setField`` (5.0), ``$bsonSize`` (4.4), ``$objectToArray``, ``$arrayToObject``,
 ``$reduce``, ``$slice``, ``$concatArrays``, ``$range``, ``$filter``, ``$map``, ``$let``, ``$type``,
-``$mergeObjects``, ``$indexOfArray``, ``$arrayElemAt``, ``$cond``, ``$lookup``
-(``localField``/``foreignField``): all in MongoDB 5.0.
+``$mergeObjects``, ``$indexOfArray``, ``$arrayElemAt``, ``$cond``, ``$ifNull``, ``$allElementsTrue``,
+``$lookup`` (``localField``/``foreignField``), ``$setWindowFields`` with ``$shift`` (5.0): all in MongoDB 5.0.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
+import bson
 from bson import MaxKey, MinKey
 
 from mongopat.migrate.bookkeeping import BACKUP
@@ -65,7 +73,9 @@ if TYPE_CHECKING:
 PATCHES_BYTES = 4 * 1024 * 1024
 # The backups taken here: made inside the server, and not changed between the rewrite and the backup.
 TAKEN = {"original": {"$type": "object"}, "after": {"$type": "object"}, "raced": {"$ne": True}}
-IDS, PATCHES = "ids", "patches"
+IDS, ENDS, PATCHES = "ids", "ends", "patches"
+# Of _ids in one run (a run of documents sharing a patch is one item of a command's lists).
+RUN_IDS = 65536
 
 
 def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
@@ -89,32 +99,35 @@ def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
                 {"$sort": {"_id": 1}},
                 {"$limit": steps.options.batch_size},
                 *patches(run.step.collection),
+                *shared_patches(),
             ]
         )
         rows = list(found)  # raw BSON: each original's values as kept
         if not rows:
             return done
-        ids = [row["i"] for row in rows]
-        left_alone = [row for row in rows if row["q"] is not None]
-        for some in fitting(left_alone, lambda row: len(row.raw), PATCHES_BYTES):
-            chosen = [row["i"] for row in some]
+        first, last = rows[0]["i"], rows[-1]["i"]
+        for some in fitting(_runs(rows), _run_bytes, PATCHES_BYTES):
+            chosen = [ident for _, idents in some for ident in idents]
+            ends = list(itertools.accumulate(len(idents) for _, idents in some))
             collection.update_many(
                 # The documents by their range and the let variable: their _ids travel once more, not twice.
                 {"_id": {"$gte": chosen[0], "$lte": chosen[-1]}, "$expr": {"$in": ["$_id", f"$${IDS}"]}},
                 restore_stages(stages, mark),
                 # $literal: a let variable is an expression, and an original's "$price" would be a path.
-                let={IDS: {"$literal": chosen}, PATCHES: {"$literal": [row["q"] for row in some]}},
+                let={
+                    IDS: {"$literal": chosen},
+                    ENDS: ends,
+                    PATCHES: {"$literal": [patch for patch, _ in some]},
+                },
                 collation={"locale": "simple"},  # the stages compare as Python does, whatever the collection's
             )
-        span = {"_id": {**low, "$lte": {**key, "id": ids[-1]}}}
+        span = {"_id": {**low, "$lte": {**key, "id": last}}}
         changed = _not_restored(steps, run, span, mark)
-        collection.update_many(
-            {"_id": {"$gte": ids[0], "$lte": ids[-1]}, f"{ORIGINAL}.k": mark}, [{"$unset": ORIGINAL}]
-        )
+        collection.update_many({"_id": {"$gte": first, "$lte": last}, f"{ORIGINAL}.k": mark}, [{"$unset": ORIGINAL}])
         # The same backups: nothing but this run writes mongopat_backup while it holds the lock.
         gone = backups.delete_many({"$and": [span, TAKEN, {"_id.id": {"$nin": changed}}]}).deleted_count
         done += gone
-        low = {"$gt": {**key, "id": ids[-1]}}
+        low = {"$gt": {**key, "id": last}}
         steps.lock.renew()
 
 
@@ -134,7 +147,26 @@ def _same(one: Any, other: Any) -> dict[str, Any]:
     }
 
 
-def _names(pairs: str) -> dict[str, Any]:
+def _pair_value(element: Any) -> dict[str, Any]:
+    """``{ok, v}``: whether ``element`` is a document holding a field ``v``, and its value (null if not)."""
+    held = {"$filter": {"input": {"$objectToArray": "$$el"}, "as": "p", "cond": {"$eq": ["$$p.k", "v"]}}}
+    first = {"$let": {"vars": {"z": {"$arrayElemAt": ["$$vv", 0]}}, "in": "$$z.v"}}
+    found = {
+        "$let": {
+            "vars": {"vv": held},
+            "in": {"$cond": [{"$gt": [{"$size": "$$vv"}, 0]}, {"ok": True, "v": first}, {"ok": False, "v": None}]},
+        }
+    }
+    return {"$let": {"vars": {"el": element}, "in": {"$cond": [
+        {"$eq": [{"$type": "$$el"}, "object"]}, found, {"ok": False, "v": None}]}}}  # fmt: skip
+
+
+def _pair_holds(pair: Any, value: Any) -> dict[str, Any]:
+    """Whether a :func:`_pair_value` holds ``value`` (the same: :func:`_same`)."""
+    return {"$let": {"vars": {"pv": pair}, "in": {"$cond": ["$$pv.ok", _same("$$pv.v", value), False]}}}
+
+
+def _names(pairs: Any) -> dict[str, Any]:
     """The ``k`` of each element of ``pairs`` (``$map``: each element's own value, never a path through the
     array)."""
     return {"$map": {"input": pairs, "as": "e", "in": "$$e.k"}}
@@ -146,7 +178,10 @@ def patches(name: str) -> list[dict[str, Any]]:
     (``q``, else null): the names of the top-level fields ``up`` added (``d``) and each top-level field of
     the original ``after`` lacks or holds otherwise, with its place among the original's fields (``p``:
     ``{i, k, v}``, in the original's order). ``up``'s stages only set and unset fields, so the others are
-    ``after``'s, in the original's order."""
+    ``after``'s, in the original's order. A value ``up`` moved to a field it added (a rename) is named by
+    that field (``{i, k, r}``), one it moved into a pair ``{k, v}`` of an array it added (attribute) by
+    the field and the pair's place (``{i, k, r, e}``), instead of travelling: the document holds it, and
+    the update's check that the step makes the document again of the rebuilt original covers it."""
     original, after = {"$objectToArray": "$original"}, {"$objectToArray": "$after"}
     at = {"$indexOfArray": [_names("$$a"), "$$f.k"]}
     value = {"$let": {"vars": {"e": {"$arrayElemAt": ["$$a", "$$j"]}}, "in": "$$e.v"}}
@@ -154,13 +189,60 @@ def patches(name: str) -> list[dict[str, Any]]:
     field = {"$arrayElemAt": ["$$o", "$$n"]}
     differs = {"$let": {"vars": {"f": field}, "in": {"$let": {"vars": {"j": at}, "in": {"$not": [kept]}}}}}
     changed = {"$filter": {"input": {"$range": [0, {"$size": "$$o"}]}, "as": "n", "cond": differs}}
-    entry = {"$let": {"vars": {"f": field}, "in": {"i": "$$n", "k": "$$f.k", "v": "$$f.v"}}}
+    holders = {"$filter": {"input": "$$x", "as": "g", "cond": _same("$$g.v", "$$f.v")}}
+    # Else the pairs {k, v} of an array ``up`` added holding it as their ``v`` (attribute's): {r, e}.
+    in_pairs = {
+        "$filter": {
+            "input": {"$range": [0, {"$size": "$$g.v"}]},
+            "as": "m",
+            "cond": _pair_holds(_pair_value({"$arrayElemAt": ["$$g.v", "$$m"]}), "$$f.v"),
+        }
+    }
+    pairs_of = {
+        "$cond": [{"$isArray": "$$g.v"}, {"$map": {"input": in_pairs, "as": "m", "in": {"r": "$$g.k", "e": "$$m"}}}, []]
+    }
+    elements = {
+        "$reduce": {
+            "input": "$$x",
+            "initialValue": [],
+            "in": {"$concatArrays": ["$$value", {"$let": {"vars": {"g": "$$this"}, "in": pairs_of}}]},
+        }
+    }
+    in_element = {
+        "$let": {
+            "vars": {"h": elements},
+            "in": {
+                "$cond": [
+                    {"$gt": [{"$size": "$$h"}, 0]},
+                    {"$mergeObjects": [{"i": "$$n", "k": "$$f.k"}, {"$arrayElemAt": ["$$h", 0]}]},
+                    {"i": "$$n", "k": "$$f.k", "v": "$$f.v"},
+                ]
+            },
+        }
+    }
+    entry = {
+        "$let": {
+            "vars": {"f": field},
+            "in": {
+                "$let": {
+                    "vars": {"h": holders},
+                    "in": {
+                        "$cond": [
+                            {"$gt": [{"$size": "$$h"}, 0]},
+                            {"i": "$$n", "k": "$$f.k", "r": {"$arrayElemAt": [_names("$$h"), 0]}},
+                            in_element,
+                        ]
+                    },
+                }
+            },
+        }
+    }
     added = {"$filter": {"input": "$$a", "as": "f", "cond": {"$not": [{"$in": ["$$f.k", _names("$$o")]}]}}}
     patch = {
         "$let": {
             "vars": {"o": original, "a": after},
-            "in": {"d": {"$map": {"input": added, "as": "f", "in": "$$f.k"}},
-                   "p": {"$map": {"input": changed, "as": "n", "in": entry}}},
+            "in": {"$let": {"vars": {"x": added}, "in": {
+                "d": _names("$$x"), "p": {"$map": {"input": changed, "as": "n", "in": entry}}}}},
         }
     }  # fmt: skip
     now = {"$arrayElemAt": ["$now", 0]}
@@ -171,31 +253,92 @@ def patches(name: str) -> list[dict[str, Any]]:
     ]
 
 
+def shared_patches() -> list[dict[str, Any]]:
+    """The stages leaving out a patch that holds no value (its fields named, see :func:`patches`) where it
+    is the previous backup's: a run of documents sharing one (a field set, renamed or added alike in each)
+    travels as its ``_id``s and one patch. A patch holding values is each document's own: equal values of
+    two numeric types would be one value to ``$eq``."""
+    named = {"$map": {"input": {"$ifNull": ["$q.p", []]}, "as": "e", "in": {"$ifNull": ["$$e.r", False]}}}
+    valueless = {"$allElementsTrue": [named]}
+    repeated = {"$and": [{"$ne": ["$q", None]}, valueless, {"$eq": ["$q", "$b"]}]}
+    return [
+        # $shift: MongoDB 5.0.
+        {"$setWindowFields": {"sortBy": {"i": 1}, "output": {"b": {"$shift": {"output": "$q", "by": -1}}}}},
+        {"$project": {"i": 1, "q": {"$cond": [repeated, "$$REMOVE", "$q"]}}},
+    ]
+
+
+def _runs(rows: list[Any]) -> list[tuple[Any, list[Any]]]:
+    """The documents left alone, as runs of ``_id``s sharing one patch (a row without ``q`` shares the
+    previous row's; one whose ``q`` is null was changed or deleted), of at most ``RUN_IDS``."""
+    runs: list[tuple[Any, list[Any]]] = []
+    for row in rows:
+        if "q" not in row and len(runs[-1][1]) < RUN_IDS:
+            runs[-1][1].append(row["i"])
+        elif "q" not in row:
+            runs.append((runs[-1][0], [row["i"]]))
+        elif row["q"] is not None:
+            runs.append((row["q"], [row["i"]]))
+    return runs
+
+
+def _run_bytes(run: tuple[Any, list[Any]]) -> int:
+    """About what a run adds to an update's let variables: its patch, and each ``_id`` and its place."""
+    patch, idents = run
+    return len(patch.raw) + sum(len(bson.encode({"_id": ident})) for ident in idents) + 16
+
+
 def restore_stages(stages: list[dict[str, Any]], mark: str) -> list[dict[str, Any]]:
     """The update pipeline of step 2: the document's original rebuilt from the document and its patch (the
     let variables; see :func:`patches`), transformed by the step's ``stages`` as on ``up`` (with the
     document as it is kept under ORIGINAL, which the stages leave), then the original marked where that
     equals the document, else the document unchanged."""
-    patch = {"$arrayElemAt": [f"$${PATCHES}", {"$indexOfArray": [f"$${IDS}", "$_id"]}]}
+    at = {"$indexOfArray": [f"$${IDS}", "$_id"]}
+    run = {"$size": {"$filter": {"input": f"$${ENDS}", "as": "e", "cond": {"$lte": ["$$e", at]}}}}
+    patch = {"$arrayElemAt": [f"$${PATCHES}", run]}
     replaced = {"$concatArrays": ["$$q.d", _names("$$q.p")]}
-    kept = {"$filter": {"input": {"$objectToArray": "$$ROOT"}, "as": "f",
-                        "cond": {"$not": [{"$in": ["$$f.k", replaced]}]}}}  # fmt: skip
+    pairs = {"$objectToArray": "$$ROOT"}
+    kept = {"$filter": {"input": pairs, "as": "f", "cond": {"$not": [{"$in": ["$$f.k", replaced]}]}}}
     # Each field of the original put back at its place, in the original's order: the fields before it are
     # all there by then.
     before = {"$cond": [{"$eq": ["$$this.i", 0]}, [], {"$slice": ["$$value", "$$this.i"]}]}
     after = {"$slice": ["$$value", "$$this.i", {"$add": [{"$size": "$$value"}, 1]}]}
-    put = {"$concatArrays": [before, [{"k": "$$this.k", "v": "$$this.v"}], after]}
+    put = {"$concatArrays": [before, [{"k": "$$this.k", "v": "$$this.rv.v"}], after]}
     rebuilt = {"$arrayToObject": {"$reduce": {"input": "$$q.p", "initialValue": kept, "in": put}}}
-    kept_aside = {"$let": {"vars": {"q": patch}, "in": {"now": "$$ROOT", "was": rebuilt}}}
+    # Every value the patch names still where it named it (else the application moved it: left alone).
+    resolved = {"$allElementsTrue": [{"$map": {"input": "$$q.p", "as": "t", "in": "$$t.rv.ok"}}]}
+    # Each entry's value found once: {i, k, rv: {ok, v}}.
+    entries = {"$map": {"input": "$$given.p", "as": "t",
+                        "in": {"i": "$$t.i", "k": "$$t.k", "rv": _resolved("$$t", pairs)}}}  # fmt: skip
+    found = {"$let": {"vars": {"q": {"d": "$$given.d", "p": entries}},
+                      "in": {"now": "$$ROOT", "was": rebuilt, "ok": resolved}}}  # fmt: skip
+    kept_aside = {"$let": {"vars": {"given": patch}, "in": found}}
     made = {"$setField": {"field": ORIGINAL, "input": "$$ROOT", "value": "$$REMOVE"}}
     now = f"${ORIGINAL}.now"
-    same = {"$and": [{"$eq": [made, now]}, {"$eq": [{"$bsonSize": made}, {"$bsonSize": now}]}]}
+    same = {"$and": [f"${ORIGINAL}.ok", {"$eq": [made, now]}, {"$eq": [{"$bsonSize": made}, {"$bsonSize": now}]}]}
     return [
         {"$set": {ORIGINAL: kept_aside}},
         {"$replaceWith": {"$mergeObjects": [f"${ORIGINAL}.was", {ORIGINAL: f"${ORIGINAL}"}]}},
         *stages,
         {"$replaceWith": {"$cond": [same, {"$mergeObjects": [f"${ORIGINAL}.was", {ORIGINAL: {"k": mark}}]}, now]}},
     ]
+
+
+def _resolved(entry: str, pairs: Any) -> dict[str, Any]:
+    """``{ok, v}``: the value a patch's ``entry`` gives its field in the document whose fields are
+    ``pairs``: its own ``v``; the document's field ``r``; or the ``v`` of the pair at ``e`` of the array in
+    field ``r``. Not ``ok`` where the document no longer holds what the entry names (the application
+    changed it since the patch was read: the document is then left as it is)."""
+    # An entry holds ``r`` (a name: true) or ``v``; $ifNull, not $type, tells them apart (conformance table).
+    whole = {"$let": {"vars": {"w": {"$arrayElemAt": [pairs, "$$j"]}}, "in": "$$w.v"}}
+    # Null past the end, not $arrayElemAt's missing (whose $type the test server gets wrong: conformance).
+    inside = {"$cond": [{"$lt": [f"{entry}.e", {"$size": whole}]}, {"$arrayElemAt": [whole, f"{entry}.e"]}, None]}
+    element = _pair_value({"$cond": [{"$isArray": whole}, inside, None]})
+    in_pair = {"$gte": [{"$ifNull": [f"{entry}.e", -1]}, 0]}
+    found = {"$cond": [{"$lt": ["$$j", 0]}, {"ok": False, "v": None},
+                       {"$cond": [in_pair, element, {"ok": True, "v": whole}]}]}  # fmt: skip
+    named = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.r"]}}, "in": found}}
+    return {"$cond": [{"$ifNull": [f"{entry}.r", False]}, named, {"ok": True, "v": f"{entry}.v"}]}
 
 
 def _not_restored(steps: InServerSteps, run: StepRun, span: dict[str, Any], mark: str) -> list[Any]:
