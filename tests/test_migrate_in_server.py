@@ -24,7 +24,7 @@ from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server import sharding, stretches, unset_in_server
+from mongopat.migrate.server import restore_in_server, sharding, stretches, unset_in_server
 from mongopat.migrate.server.document_steps import DocumentSteps
 from mongopat.migrate.server.in_server_steps import InServerSteps, server_pending
 from mongopat.migrate.server.runner import Runner
@@ -529,17 +529,37 @@ def test_a_restore_inside_the_server_sends_patches_holding_dollar_strings_as_val
     assert handed == []
 
 
+GROUPS = [
+    # (rows of the patches' aggregation, GROUP_IDS, the groups of _ids sharing a patch)
+    ([{"i": 1, "q": "A"}, {"i": 2}, {"i": 3}], 9, [("A", [1, 2, 3])]),
+    ([{"i": 1, "q": "A"}, {"i": 2, "q": "B"}, {"i": 3, "s": 2}, {"i": 4, "s": 2}], 9, [("A", [1, 3]), ("B", [2, 4])]),
+    ([{"i": 1, "q": "A"}, {"i": 2, "q": None}, {"i": 3, "s": 2}, {"i": 4, "q": "A"}], 9, [("A", [1, 3]), ("A", [4])]),
+    ([{"i": 1, "q": None}, {"i": 2, "q": None}], 9, []),
+    (
+        [{"i": 1, "q": "A"}, {"i": 2}, {"i": 3}, {"i": 4}, {"i": 5, "s": 4}],
+        2,
+        [("A", [1, 2]), ("A", [3, 4]), ("A", [5])],
+    ),
+]
+
+
+@pytest.mark.parametrize(("rows", "group_ids", "expected"), GROUPS)
+def test_rows_naming_a_patch_before_them_join_its_group(monkeypatch, rows, group_ids, expected):
+    monkeypatch.setattr(restore_in_server, "GROUP_IDS", group_ids)
+    assert restore_in_server._groups(rows) == expected
+
+
 @pytest.mark.server_only("the server computes the transform")
 @pytest.mark.parametrize(
-    ("case", "patches_sent"), [("rename_field", [3, 1, 1]), ("set_field", [1, 1, 1]), ("attribute", [1, 1, 1])]
+    ("case", "patches_sent"), [("rename_field", [2, 1, 1]), ("set_field", [1, 1, 1]), ("attribute", [1, 1, 1])]
 )
-def test_a_restore_inside_the_server_sends_a_patch_once_for_a_run_of_documents_sharing_it(
+def test_a_restore_inside_the_server_sends_a_patch_once_for_the_documents_sharing_it(
     mongo, tmp_path, monkeypatch, case, patches_sent
 ):
     """Documents whose patches hold no value (a field added, or renamed or moved into the pairs of an
     attribute array: its value is in the document) and are alike travel as their ``_id``s and one patch;
-    the sixth document, whose note has another place, has its own, and the run after it a new one (the
-    attribute step leaves it alone: no backup, the run goes on)."""
+    the sixth document, whose note has another place, has its own, and the documents after it share the
+    first five's again (the attribute step leaves the sixth alone: no backup)."""
     db = mongo.db
     db.items.insert_many(
         [{"_id": i, "status": "a", "note": f"n{i}", "price": i * 1.5, "qty": i, "fee": bson.Int64(i % 3)}

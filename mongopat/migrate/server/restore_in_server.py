@@ -12,12 +12,12 @@ A backup the server made (``in_server_steps._settle``: original and ``after`` as
    took out, each with its place among the original's fields and its value, or the name of the field
    ``up`` added that holds it (a rename), and the names of the fields ``up`` added. ``up``'s stages only
    set and unset fields, so every other field is ``after``'s, in the original's order: only the patch
-   travels, and a patch holding no value, the same as the previous document's, not again
-   (``shared_patches``: a run of documents a field was set, renamed or added in alike is its ``_id``s
-   and one patch);
+   travels, and a patch holding no value that one of the previous eight documents has, not again
+   (``shared_patches``: documents a field was set, renamed or moved in alike are their ``_id``s and one
+   patch);
 2. one update pipeline over those documents (their ``_id`` range, and ``$in`` the ``_id``s sent with the
-   runs' patches as ``let`` variables; in the simple collation) rebuilds each original from the document
-   and its run's patch, transforms it by the step's stages as ``up`` did, and compares that with the
+   groups' patches as ``let`` variables; in the simple collation) rebuilds each original from the document
+   and its group's patch, transforms it by the step's stages as ``up`` did, and compares that with the
    document as it is (``$eq`` and ``$bsonSize``, as ``after`` is checked on ``up``). Equal: the document
    becomes the original followed by ``__mongopat_original: {k}`` (this step's mark of a restore). Not
    equal (the application changed a field the step writes since step 1): it stays as it is. Each
@@ -74,8 +74,10 @@ PATCHES_BYTES = 4 * 1024 * 1024
 # The backups taken here: made inside the server, and not changed between the rewrite and the backup.
 TAKEN = {"original": {"$type": "object"}, "after": {"$type": "object"}, "raced": {"$ne": True}}
 IDS, ENDS, PATCHES = "ids", "ends", "patches"
-# Of _ids in one run (a run of documents sharing a patch is one item of a command's lists).
-RUN_IDS = 65536
+# Of _ids in one group (documents sharing a patch: one item of a command's lists).
+GROUP_IDS = 65536
+# How many backups back a row may find the patch it shares.
+BACK = 8
 
 
 def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
@@ -106,12 +108,12 @@ def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
         if not rows:
             return done
         first, last = rows[0]["i"], rows[-1]["i"]
-        for some in fitting(_runs(rows), _run_bytes, PATCHES_BYTES):
-            chosen = [ident for _, idents in some for ident in idents]
+        for some in fitting(_groups(rows), _group_bytes, PATCHES_BYTES):
+            chosen = [ident for _, idents in some for ident in idents]  # by group, each in _id order
             ends = list(itertools.accumulate(len(idents) for _, idents in some))
             collection.update_many(
                 # The documents by their range and the let variable: their _ids travel once more, not twice.
-                {"_id": {"$gte": chosen[0], "$lte": chosen[-1]}, "$expr": {"$in": ["$_id", f"$${IDS}"]}},
+                {"_id": {"$gte": first, "$lte": last}, "$expr": {"$in": ["$_id", f"$${IDS}"]}},
                 restore_stages(stages, mark),
                 # $literal: a let variable is an expression, and an original's "$price" would be a path.
                 let={
@@ -254,37 +256,53 @@ def patches(name: str) -> list[dict[str, Any]]:
 
 
 def shared_patches() -> list[dict[str, Any]]:
-    """The stages leaving out a patch that holds no value (its fields named, see :func:`patches`) where it
-    is the previous backup's: a run of documents sharing one (a field set, renamed or added alike in each)
-    travels as its ``_id``s and one patch. A patch holding values is each document's own: equal values of
-    two numeric types would be one value to ``$eq``."""
+    """The stages leaving out a patch that holds no value (its fields named, see :func:`patches`) where one
+    of the ``BACK`` previous backups has it: the row says which (``s``, 1 when left out); so documents
+    sharing one (a field set, renamed or moved alike in each), even interleaved with documents of another
+    shape, travel as their ``_id``s and one patch. A patch holding values is each document's own: equal
+    values of two numeric types would be one value to ``$eq``."""
     named = {"$map": {"input": {"$ifNull": ["$q.p", []]}, "as": "e", "in": {"$ifNull": ["$$e.r", False]}}}
-    valueless = {"$allElementsTrue": [named]}
-    repeated = {"$and": [{"$ne": ["$q", None]}, valueless, {"$eq": ["$q", "$b"]}]}
+    valueless = {"$and": [{"$ne": ["$q", None]}, {"$allElementsTrue": [named]}]}
+    back = {"$switch": {"branches": [{"case": {"$eq": ["$q", f"$b{k}"]}, "then": k} for k in range(1, BACK + 1)],
+                        "default": 0}}  # fmt: skip
+    shifts = {f"b{k}": {"$shift": {"output": "$q", "by": -k}} for k in range(1, BACK + 1)}
     return [
         # $shift: MongoDB 5.0.
-        {"$setWindowFields": {"sortBy": {"i": 1}, "output": {"b": {"$shift": {"output": "$q", "by": -1}}}}},
-        {"$project": {"i": 1, "q": {"$cond": [repeated, "$$REMOVE", "$q"]}}},
-    ]
+        {"$setWindowFields": {"sortBy": {"i": 1}, "output": shifts}},
+        {"$set": {"s": {"$cond": [valueless, back, 0]}}},
+        {"$project": {"i": 1, "q": {"$cond": [{"$gt": ["$s", 0]}, "$$REMOVE", "$q"]},
+                      "s": {"$cond": [{"$gt": ["$s", 1]}, "$s", "$$REMOVE"]}}},
+    ]  # fmt: skip
 
 
-def _runs(rows: list[Any]) -> list[tuple[Any, list[Any]]]:
-    """The documents left alone, as runs of ``_id``s sharing one patch (a row without ``q`` shares the
-    previous row's; one whose ``q`` is null was changed or deleted), of at most ``RUN_IDS``."""
-    runs: list[tuple[Any, list[Any]]] = []
-    for row in rows:
-        if "q" not in row and len(runs[-1][1]) < RUN_IDS:
-            runs[-1][1].append(row["i"])
-        elif "q" not in row:
-            runs.append((runs[-1][0], [row["i"]]))
-        elif row["q"] is not None:
-            runs.append((row["q"], [row["i"]]))
-    return runs
+def _groups(rows: list[Any]) -> list[tuple[Any, list[Any]]]:
+    """The documents left alone, as groups of ``_id``s sharing one patch, of at most ``GROUP_IDS`` (a row
+    without ``q`` shares the patch of the row ``s`` before it, or the previous row's; one whose ``q`` is
+    null was changed or deleted)."""
+    groups: list[tuple[Any, list[Any]]] = []
+    group_of: list[int | None] = []  # each row's group
+    for n, row in enumerate(rows):
+        if "q" in row:
+            patch = row["q"]
+            if patch is None:
+                group_of.append(None)
+                continue
+        else:
+            shared = group_of[n - row.get("s", 1)]
+            assert shared is not None  # the row it names had this patch
+            patch = groups[shared][0]
+            if len(groups[shared][1]) < GROUP_IDS:
+                groups[shared][1].append(row["i"])
+                group_of.append(shared)
+                continue
+        groups.append((patch, [row["i"]]))
+        group_of.append(len(groups) - 1)
+    return groups
 
 
-def _run_bytes(run: tuple[Any, list[Any]]) -> int:
-    """About what a run adds to an update's let variables: its patch, and each ``_id`` and its place."""
-    patch, idents = run
+def _group_bytes(group: tuple[Any, list[Any]]) -> int:
+    """About what a group adds to an update's let variables: its patch, and each ``_id`` and its place."""
+    patch, idents = group
     return len(patch.raw) + sum(len(bson.encode({"_id": ident})) for ident in idents) + 16
 
 
@@ -294,8 +312,8 @@ def restore_stages(stages: list[dict[str, Any]], mark: str) -> list[dict[str, An
     document as it is kept under ORIGINAL, which the stages leave), then the original marked where that
     equals the document, else the document unchanged."""
     at = {"$indexOfArray": [f"$${IDS}", "$_id"]}
-    run = {"$size": {"$filter": {"input": f"$${ENDS}", "as": "e", "cond": {"$lte": ["$$e", at]}}}}
-    patch = {"$arrayElemAt": [f"$${PATCHES}", run]}
+    group = {"$size": {"$filter": {"input": f"$${ENDS}", "as": "e", "cond": {"$lte": ["$$e", at]}}}}
+    patch = {"$arrayElemAt": [f"$${PATCHES}", group]}
     replaced = {"$concatArrays": ["$$q.d", _names("$$q.p")]}
     pairs = {"$objectToArray": "$$ROOT"}
     kept = {"$filter": {"input": pairs, "as": "f", "cond": {"$not": [{"$in": ["$$f.k", replaced]}]}}}
