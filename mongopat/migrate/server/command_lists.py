@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import bson
 
 Item = TypeVar("Item")
 
@@ -23,3 +25,8 @@ def fitting(items: list[Item], size_of: Callable[[Item], int], limit: int) -> li
         lists[-1].append(item)
         size += grows
     return lists
+
+
+def id_bytes(ident: Any) -> int:
+    """About what an ``_id`` adds to a list of them in a command: its value encoded, with a name."""
+    return len(bson.encode({"_id": ident}))

@@ -56,14 +56,13 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any
 
-import bson
 from bson import MaxKey, MinKey
 
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.operations.base import ORIGINAL
-from mongopat.migrate.server.command_lists import fitting
+from mongopat.migrate.server.command_lists import fitting, id_bytes
 
 if TYPE_CHECKING:
     from mongopat.migrate.server.in_server_steps import InServerSteps
@@ -303,7 +302,7 @@ def _groups(rows: list[Any]) -> list[tuple[Any, list[Any]]]:
 def _group_bytes(group: tuple[Any, list[Any]]) -> int:
     """About what a group adds to an update's let variables: its patch, and each ``_id`` and its place."""
     patch, idents = group
-    return len(patch.raw) + sum(len(bson.encode({"_id": ident})) for ident in idents) + 16
+    return len(patch.raw) + sum(map(id_bytes, idents)) + 16
 
 
 def restore_stages(stages: list[dict[str, Any]], mark: str) -> list[dict[str, Any]]:
@@ -315,8 +314,7 @@ def restore_stages(stages: list[dict[str, Any]], mark: str) -> list[dict[str, An
     group = {"$size": {"$filter": {"input": f"$${ENDS}", "as": "e", "cond": {"$lte": ["$$e", at]}}}}
     patch = {"$arrayElemAt": [f"$${PATCHES}", group]}
     replaced = {"$concatArrays": ["$$q.d", _names("$$q.p")]}
-    pairs = {"$objectToArray": "$$ROOT"}
-    kept = {"$filter": {"input": pairs, "as": "f", "cond": {"$not": [{"$in": ["$$f.k", replaced]}]}}}
+    kept = {"$filter": {"input": "$$root", "as": "f", "cond": {"$not": [{"$in": ["$$f.k", replaced]}]}}}
     # Each field of the original put back at its place, in the original's order: the fields before it are
     # all there by then.
     before = {"$cond": [{"$eq": ["$$this.i", 0]}, [], {"$slice": ["$$value", "$$this.i"]}]}
@@ -327,10 +325,11 @@ def restore_stages(stages: list[dict[str, Any]], mark: str) -> list[dict[str, An
     resolved = {"$allElementsTrue": [{"$map": {"input": "$$q.p", "as": "t", "in": "$$t.rv.ok"}}]}
     # Each entry's value found once: {i, k, rv: {ok, v}}.
     entries = {"$map": {"input": "$$given.p", "as": "t",
-                        "in": {"i": "$$t.i", "k": "$$t.k", "rv": _resolved("$$t", pairs)}}}  # fmt: skip
+                        "in": {"i": "$$t.i", "k": "$$t.k", "rv": _resolved("$$t", "$$root")}}}  # fmt: skip
     found = {"$let": {"vars": {"q": {"d": "$$given.d", "p": entries}},
                       "in": {"now": "$$ROOT", "was": rebuilt, "ok": resolved}}}  # fmt: skip
-    kept_aside = {"$let": {"vars": {"given": patch}, "in": found}}
+    # The document's fields as pairs, made once for the patch's entries and the fields kept.
+    kept_aside = {"$let": {"vars": {"given": patch, "root": {"$objectToArray": "$$ROOT"}}, "in": found}}
     made = {"$setField": {"field": ORIGINAL, "input": "$$ROOT", "value": "$$REMOVE"}}
     now = f"${ORIGINAL}.now"
     same = {"$and": [f"${ORIGINAL}.ok", {"$eq": [made, now]}, {"$eq": [{"$bsonSize": made}, {"$bsonSize": now}]}]}
@@ -348,13 +347,13 @@ def _resolved(entry: str, pairs: Any) -> dict[str, Any]:
     field ``r``. Not ``ok`` where the document no longer holds what the entry names (the application
     changed it since the patch was read: the document is then left as it is)."""
     # An entry holds ``r`` (a name: true) or ``v``; $ifNull, not $type, tells them apart (conformance table).
-    whole = {"$let": {"vars": {"w": {"$arrayElemAt": [pairs, "$$j"]}}, "in": "$$w.v"}}
     # Null past the end, not $arrayElemAt's missing (whose $type the test server gets wrong: conformance).
-    inside = {"$cond": [{"$lt": [f"{entry}.e", {"$size": whole}]}, {"$arrayElemAt": [whole, f"{entry}.e"]}, None]}
-    element = _pair_value({"$cond": [{"$isArray": whole}, inside, None]})
+    inside = {"$cond": [{"$lt": [f"{entry}.e", {"$size": "$$wv"}]}, {"$arrayElemAt": ["$$wv", f"{entry}.e"]}, None]}
+    element = _pair_value({"$cond": [{"$isArray": "$$wv"}, inside, None]})
     in_pair = {"$gte": [{"$ifNull": [f"{entry}.e", -1]}, 0]}
-    found = {"$cond": [{"$lt": ["$$j", 0]}, {"ok": False, "v": None},
-                       {"$cond": [in_pair, element, {"ok": True, "v": whole}]}]}  # fmt: skip
+    whole = {"$let": {"vars": {"w": {"$arrayElemAt": [pairs, "$$j"]}}, "in": "$$w.v"}}
+    held = {"$let": {"vars": {"wv": whole}, "in": {"$cond": [in_pair, element, {"ok": True, "v": "$$wv"}]}}}
+    found = {"$cond": [{"$lt": ["$$j", 0]}, {"ok": False, "v": None}, held]}
     named = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.r"]}}, "in": found}}
     return {"$cond": [{"$ifNull": [f"{entry}.r", False]}, named, {"ok": True, "v": f"{entry}.v"}]}
 

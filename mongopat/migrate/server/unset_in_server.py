@@ -27,13 +27,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import bson
 from bson import MaxKey, MinKey
 
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.operations import OPERATIONS
-from mongopat.migrate.server.command_lists import fitting
+from mongopat.migrate.server.command_lists import fitting, id_bytes
 
 if TYPE_CHECKING:
     from mongopat.migrate.server.in_server_steps import InServerSteps
@@ -80,7 +79,7 @@ def unset_in_server(steps: InServerSteps, run: StepRun) -> int:
 
 def _fitting(ids: list[Any]) -> list[list[Any]]:
     """``ids`` in lists of at most ``ID_BYTES`` encoded (large ``_id``s are allowed)."""
-    return fitting(ids, lambda ident: len(bson.encode({"_id": ident})), ID_BYTES)
+    return fitting(ids, id_bytes, ID_BYTES)
 
 
 def _restored_by_unsetting(fields: list[str]) -> dict[str, Any]:
