@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 import bson
+import pymongo.errors
 import pytest
 from bson.binary import Binary
 from bson.codec_options import CodecOptions
@@ -592,6 +593,16 @@ def test_type_of_an_element_past_the_end_is_missing(mongo):
     through = {"$let": {"vars": {"e": past}, "in": {"$type": "$$e"}}}
     [found] = mongo.db.kept.aggregate([{"$project": {"_id": 0, "direct": {"$type": past}, "variable": through}}])
     assert found == {"direct": "missing", "variable": "missing"}
+
+
+@pytest.mark.diverges("mongomock", "aggregate [$project {o: {$arrayToObject: [{k: 1, v: 2}]}}]: {1: 2}")
+@pytest.mark.diverges("secantusdb", "aggregate [$project {o: {$arrayToObject: [{k: 1, v: 2}]}}]: {'1': 2}")
+def test_an_array_to_object_refuses_a_key_that_is_no_string(mongo):
+    """``$arrayToObject`` fails on a ``k`` that is no string (``map_to_array``'s ``server_unmade`` makes a map
+    only of an array whose keys are strings, so that a ``down`` inside the server never fails on one)."""
+    mongo.db.kept.insert_one({"_id": 1, "a": [{"k": 1, "v": 2}]})
+    with pytest.raises(pymongo.errors.OperationFailure):
+        list(mongo.db.kept.aggregate([{"$project": {"o": {"$arrayToObject": "$a"}}}]))
 
 
 @pytest.mark.diverges("mongomock", "aggregate [$project {f: {$filter: {input: '$x', ...}}}]: no field f")

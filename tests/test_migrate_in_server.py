@@ -57,6 +57,7 @@ STEPS: dict[str, dict[str, Any]] = {
     "unset_field_nested": {"field": "meta.b"},
     "rename_field_nested": {"from": "meta.b", "to": "meta.c.d"},
     "rename_field_out": {"from": "meta.b", "to": "b"},
+    "rename_field_inside": {"from": "meta.b", "to": "meta.e"},
     "computed_nested": {"field": "meta.t", "expression": "price * qty"},
     "attribute": {"fields": ["price", "fee", "legacy", "lines"], "into": "attrs"},
     "attribute_into_existing": {"fields": ["fee", "qty"], "into": "note"},
@@ -183,7 +184,7 @@ STEPS: dict[str, dict[str, Any]] = {
 STEP_TYPE = {"set_field_missing": "set_field", "set_field_text": "set_field", "rename_onto_existing": "rename_field",
              "polymorphic_default": "polymorphic", "set_field_nested": "set_field",
              "set_field_nested_missing": "set_field", "unset_field_nested": "unset_field",
-             "rename_field_nested": "rename_field", "rename_field_out": "rename_field",
+             "rename_field_nested": "rename_field", "rename_field_out": "rename_field", "rename_field_inside": "rename_field",
              "polymorphic_nested": "polymorphic", "attribute_into_existing": "attribute",
              "schema_versioning_nested": "schema_versioning", "polymorphic_nested_type": "polymorphic",
              "document_versioning_nested": "document_versioning", "subset_nested": "subset", "approximation_nested": "approximation",
@@ -468,7 +469,7 @@ def test_down_inside_the_server_writes_the_client_sides_bytes_and_moves_only_ids
 # restore_in_server.py gives the documents left alone theirs inside the server.
 RESTORE_DOWN = ["set_field", "set_field_text", "unset_field", "rename_field", "rename_onto_existing", "approximation",
                 "attribute", "map_to_array", "subset", "outlier", "unset_field_nested", "rename_field_nested",
-                "set_field_nested", "approximation_nested", "map_to_array_nested", "subset_nested"]  # fmt: skip
+                "set_field_nested", "approximation_nested", "map_to_array_nested", "subset_nested", "rename_field_inside"]  # fmt: skip
 
 
 @pytest.mark.server_only("the server computes the transform")
@@ -584,9 +585,168 @@ def test_a_restore_inside_the_server_sends_a_patch_once_for_the_documents_sharin
     assert sent == patches_sent
 
 
+MERGE_CASES = {
+    "merge": {"field": "rooms", "layout": "merge"},
+    "key_in_value": {"field": "rooms", "layout": "merge", "key_in_value": True},
+    "nested": {"field": "home.rooms", "layout": "merge", "key_field": "number"},
+}
+
+
+def nested_rooms(count: int) -> list[dict[str, Any]]:
+    """Documents whose ``rooms.a`` holds the key ``old`` second, or (every third) first."""
+    return [{"_id": i, "floor": i % 3, "rooms": {"a": {"old": i, "p": 1} if i % 3 == 0 else {"p": 1, "old": [i], "q": 2}}}
+            for i in range(count)]  # fmt: skip
+
+
+NAMED_PATCHES = {
+    # a step, its documents, the patches each update sends (documents sharing one), their entries
+    "pair": ({"field": "rooms", "layout": "pair"}, lambda: rooms(40, False), 1, [{"i": 2, "k": "rooms", "u": 0}]),
+    "merge": (MERGE_CASES["merge"], lambda: rooms(40, False), 1, [{"i": 2, "k": "rooms", "u": 0}]),
+    "key_in_value": (MERGE_CASES["key_in_value"], lambda: rooms(40, True), 1, [{"i": 2, "k": "rooms", "u": 0}]),
+    "rename nested": (
+        {"step": "rename_field", "from": "rooms.a.old", "to": "rooms.a.new"},
+        lambda: nested_rooms(40),
+        2,
+        [{"i": 2, "k": "rooms", "u": 0}, {"i": 2, "k": "rooms", "u": 1}],
+    ),
+}
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize("case", sorted(NAMED_PATCHES))
+def test_a_restore_inside_the_server_names_a_value_the_step_rewrote_losing_nothing(mongo, tmp_path, monkeypatch, case):
+    """The original's map is the array ``up`` made of it made a map again, a sub-document with a key
+    renamed is the old key again at its place (``server_unmade``): every patch names the value instead of
+    holding it, so the documents of a range share one for each place; the bytes come back, and no document
+    goes to the client side."""
+    params, make, per_update, entries = NAMED_PATCHES[case]
+    db = mongo.db
+    db.items.insert_many(make())
+    before = raw_documents(db, "items")
+    folder = map_migration(tmp_path, params)
+    Runner(db, load_folder(folder), RunOptions(batch_size=10)).up()
+    assert step_state(db)["in_server"] and db.mongopat_backup.count_documents({"original.rooms": {"$type": "object"}})
+    sent: list[Any] = []
+    update_many = pymongo.collection.Collection.update_many
+
+    def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("let") and "patches" in kwargs["let"]:
+            sent.append([bson.decode(patch.raw) for patch in kwargs["let"]["patches"]["$literal"]])
+        return update_many(self, *args, **kwargs)
+
+    monkeypatch.setattr(pymongo.collection.Collection, "update_many", recording)
+    handed = handed_to_the_client_side(monkeypatch)
+    Runner(db, load_folder(folder), RunOptions(batch_size=10)).down("base")
+    assert raw_documents(db, "items") == before and handed == []
+    assert [len(patches) for patches in sent] == [per_update] * 4
+    assert all(sorted(e["u"] for p in patches for e in p["p"]) == [e["u"] for e in entries] for patches in sent)
+    assert all(entry in entries for patches in sent for patch in patches for entry in patch["p"])
+
+
+PAIR = {"step": "map_to_array", "field": "rooms", "layout": "pair", "key_field": "name", "value_field": "value"}
+MERGE = {"step": "map_to_array", "field": "rooms", "layout": "merge"}
+RENAME = {"step": "rename_field", "from": "rooms.a.old", "to": "rooms.a.new"}
+NOT_OK = {"ok": False, "v": None}
+UNMADE = [
+    # (a step, its field's value in a document, the place, what server_unmade makes of them)
+    (PAIR, [{"name": "a", "value": 1}, {"value": [2], "name": "b"}], 0, {"ok": True, "v": {"a": 1, "b": [2]}}),
+    (PAIR, [], 0, {"ok": True, "v": {}}),
+    (PAIR, [{"name": 1, "value": 1}], 0, NOT_OK),  # a key no string
+    (PAIR, [{"name": "a"}], 0, NOT_OK),  # no value
+    (PAIR, [{"name": "a\x00b", "value": 1}], 0, NOT_OK),  # no field name holds a NUL
+    (PAIR, [{"name": "a", "value": 1}, 7], 0, NOT_OK),
+    (PAIR, {"a": 1}, 0, NOT_OK),  # not an array (a map the step did not take)
+    (PAIR, "text", 0, NOT_OK),
+    (MERGE, [{"k": "a", "beds": 1}], 0, {"ok": True, "v": {"a": {"beds": 1}}}),
+    (MERGE, [{"beds": 1}], 0, NOT_OK),
+    ({**MERGE, "key_in_value": True}, [{"k": "a"}], 0, {"ok": True, "v": {"a": {"k": "a"}}}),
+    # The renamed key back at its place among its neighbours, the levels above as they were.
+    (
+        RENAME,
+        {"x": 1, "a": {"p": 1, "q": 2, "new": [3]}, "y": 2},
+        1,
+        {"ok": True, "v": {"x": 1, "a": {"p": 1, "old": [3], "q": 2}, "y": 2}},
+    ),
+    (RENAME, {"a": {"p": 1, "new": 3}}, 0, {"ok": True, "v": {"a": {"old": 3, "p": 1}}}),
+    (RENAME, {"a": {"p": 1, "new": 3}}, 1, {"ok": True, "v": {"a": {"p": 1, "old": 3}}}),
+    (RENAME, {"a": {"p": 1, "new": 3}}, 2, NOT_OK),  # past its neighbours
+    (RENAME, {"a": {"p": 1, "new": 3}}, -1, NOT_OK),
+    (RENAME, {"a": {"p": 1}}, 0, NOT_OK),  # no new key
+    (RENAME, {"a": {"old": 1, "new": 3}}, 0, NOT_OK),  # the old key there too
+    (RENAME, {"a": [{"new": 3}]}, 0, NOT_OK),  # no sub-document on the way
+    (RENAME, {"a": 5}, 0, NOT_OK),
+    (RENAME, 5, 0, NOT_OK),
+]
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize(("spec", "value", "at", "expected"), UNMADE)
+def test_a_rewritten_value_is_made_again_only_of_what_the_step_could_have_made(mongo, spec, value, at, expected):
+    """``server_unmade``: the original's value made again of the value a step rewrote (``map_to_array``'s
+    map of its array; ``rename_field``'s sub-document with the old key at its place), or not ``ok`` for a
+    value ``$arrayToObject`` would fail on (MongoDB's errors for a key that is no string, or a pair without
+    a value) or the step's stages could not have made: ``down`` inside the server then leaves that
+    document to the client side."""
+    step = build_step({"collection": "items", **spec})
+    unmade = OPERATIONS[spec["step"]].server_unmade(step)["rooms"]
+    mongo.db.items.insert_one({"_id": 1, "rooms": value})
+    made = {"$let": {"vars": {"wv": "$rooms", "at": at}, "in": unmade.made}}
+    [found] = mongo.db.items.aggregate([{"$project": {"_id": 0, "made": made}}])
+    assert found["made"] == expected
+
+
+PLACES = [
+    ({"a": {"p": 1, "old": 2}}, 1),
+    ({"x": 0, "a": {"old": 2, "p": 1}}, 0),
+    ({"a": {"p": 1}}, -1),
+    ({"a": [{"old": 1}]}, -1),
+    ("text", -1),
+]
+
+
+@pytest.mark.server_only("the server computes the transform")
+@pytest.mark.parametrize(("original", "expected"), PLACES)
+def test_a_renamed_key_s_place_is_read_from_the_original(mongo, original, expected):
+    step = build_step({"collection": "items", **RENAME})
+    place = OPERATIONS["rename_field"].server_unmade(step)["rooms"].place
+    mongo.db.items.insert_one({"_id": 1, "rooms": original})
+    [found] = mongo.db.items.aggregate(
+        [{"$project": {"_id": 0, "at": {"$let": {"vars": {"wv": "$rooms"}, "in": place}}}}]
+    )
+    assert found["at"] == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "taken"),
+    [
+        (RENAME, True),
+        ({"step": "rename_field", "from": "rooms.old", "to": "rooms.new"}, True),
+        ({"step": "rename_field", "from": "rooms.a.old", "to": "rooms.b.new"}, False),  # another sub-document
+        ({"step": "rename_field", "from": "rooms.old", "to": "new"}, False),
+        ({"step": "rename_field", "from": "old", "to": "new"}, False),  # a rename's own {i, k, r}
+        (PAIR, True),
+        ({**PAIR, "field": "home.rooms"}, False),
+    ],
+)
+def test_steps_make_again_only_the_top_level_fields_they_rewrite_in_place(spec, taken):
+    step = build_step({"collection": "items", **spec})
+    assert bool(OPERATIONS[spec["step"]].server_unmade(step)) is taken
+
+
 @pytest.mark.server_only("the server computes the transform")
 @pytest.mark.parametrize(
-    ("case", "change"), [("rename_field", {"$unset": "remark"}), ("attribute", {"$set": {"attrs": []}})]
+    ("case", "change"),
+    [
+        ("rename_field", {"$unset": "remark"}),
+        ("attribute", {"$set": {"attrs": []}}),
+        # An array no map makes (a key that is no string; a pair without its value), and one a map makes.
+        ("map_to_array", {"$set": {"meta": [{"name": 1, "value": 2}]}}),
+        ("map_to_array", {"$set": {"meta": [{"name": "z"}]}}),
+        ("map_to_array", {"$set": {"meta": [{"name": "z", "value": [9]}, {"value": 1, "name": "y"}]}}),
+        # The renamed key taken away; the old one back beside it.
+        ("rename_field_inside", {"$unset": "meta.e"}),
+        ("rename_field_inside", {"$set": {"meta.b": 7}}),
+    ],
 )
 def test_a_value_a_patch_names_taken_away_between_its_read_and_the_restore_leaves_the_document_as_it_is(
     mongo, tmp_path, case, change
@@ -1118,18 +1278,11 @@ def rooms(count: int, key_in_value: bool) -> list[dict[str, Any]]:
     return found
 
 
-MERGE_CASES = {
-    "merge": {"field": "rooms", "layout": "merge"},
-    "key_in_value": {"field": "rooms", "layout": "merge", "key_in_value": True},
-    "nested": {"field": "home.rooms", "layout": "merge", "key_field": "number"},
-}
-
-
 def map_migration(tmp_path: Any, params: dict[str, Any]) -> Any:
     folder = tmp_path / "map"
     folder.mkdir(exist_ok=True)
     spec = {"step": "map_to_array", "collection": "items", **params}
-    (folder / "0001_step.yaml").write_text(render("0001_step", "map_to_array", [spec], "test"))
+    (folder / "0001_step.yaml").write_text(render("0001_step", spec["step"], [spec], "test"))
     return folder
 
 

@@ -52,6 +52,19 @@ class ServerInverse:
 
 
 @dataclass(frozen=True)
+class ServerUnmade:
+    """A top-level field's original value made again inside the server of the field as a step rewrote it,
+    where the rewrite loses nothing but a place: ``made``, an expression of ``$$wv`` (the field's value in
+    a document) and ``$$at`` giving ``{ok, v}`` (``ok``: the value is one the step's stages could have
+    made, so that they take ``v`` without an error; ``v``: the original's value); ``place``, an expression
+    of ``$$wv`` (here the original's value) giving the ``$$at`` that one needs (a renamed key's place among
+    its neighbours; -1 where there is none, which ``made`` is not ``ok`` for)."""
+
+    made: Any
+    place: Any = 0
+
+
+@dataclass(frozen=True)
 class RangeValues:
     """What a range's server stages read besides the document (another collection's documents), sent with
     the range's commands as ``let`` variables (MongoDB 5.0): ``variables`` by name, each a literal, and
@@ -282,6 +295,14 @@ class DocumentOperation(StepOperation):
         names; its ``down`` then runs inside the server after an ``up`` that did
         (``server/unset_in_server.py``). None where the inverse needs Python or the original."""
         return None
+
+    def server_unmade(self, step: Step) -> dict[str, ServerUnmade]:
+        """Per top-level field the step's stages rewrite losing nothing but a place (map_to_array's array of
+        pairs is its map again; a key renamed inside a sub-document is the old key again, at its old
+        place), how the server makes the original's value again of the document's. ``down`` inside the
+        server then names such a value instead of sending it (``server/restore_in_server.py``), and checks
+        the document it rebuilds as any other. None by default (``{}``)."""
+        return {}
 
     def new_shape_marker(self, step: Step) -> str | None:
         """The field a document written in the new shape holds (by ``up`` or by the application), for steps

@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mongopat.guide.reads import ReadPlan
-from mongopat.migrate.operations.base import DICT, STR, DocumentOperation, Param, Step, StepError, StepType, top_level
+from mongopat.migrate.operations.base import (
+    DICT,
+    STR,
+    DocumentOperation,
+    Param,
+    ServerUnmade,
+    Step,
+    StepError,
+    StepType,
+    top_level,
+)
 from mongopat.migrate.operations.server_paths import plain, set_stages, value_at
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads, set_path
 
@@ -30,22 +40,36 @@ class Operation(DocumentOperation):
     )
 
     def rewrite_read(self, read: ReadPlan, step: Step, evidence: Evidence) -> None:
-        p = step.params
-        name = p["field"]
+        name = step.params["field"]
         if read.collection != step.collection or not read.uses(name):
             return
+        read.reshape([{"$set": {name: as_map(step.params, f"${name}")}}], [name])
+
+    def server_unmade(self, step: Step) -> dict[str, ServerUnmade]:
+        # The map again from its array: transform keeps every key, in order, and every value as it was.
+        p = step.params
+        name = p["field"]
+        if not (top_level(name) and plain(name)):
+            return {}
         key = f"$$element.{p['key_field']}"
+        # An element $arrayToObject takes: a document holding a string key without a NUL byte (and, for
+        # layout pair, a value; a missing one is told by the field's name: conformance table).
+        element = [
+            {"$eq": [{"$type": "$$element"}, "object"]},
+            {"$eq": [{"$type": key}, "string"]},
+            {"$eq": [{"$indexOfBytes": [key, "\u0000"]}, -1]},
+        ]
         if p["layout"] == "pair":
-            value: Any = f"$$element.{p['value_field']}"
-        elif p["key_in_value"]:
-            value = "$$element"
-        else:
-            others = {"$ne": ["$$pair.k", p["key_field"]]}
-            value = {
-                "$arrayToObject": {"$filter": {"input": {"$objectToArray": "$$element"}, "as": "pair", "cond": others}}
-            }
-        as_map = {"$arrayToObject": {"$map": {"input": f"${name}", "as": "element", "in": {"k": key, "v": value}}}}
-        read.reshape([{"$set": {name: {"$cond": [{"$isArray": f"${name}"}, as_map, f"${name}"]}}}], [name])
+            names = {"$map": {"input": {"$objectToArray": "$$element"}, "as": "f", "in": "$$f.k"}}
+            element.append({"$in": [p["value_field"], names]})
+        # Each test only where the ones before hold ($cond, lazy on every server): no $objectToArray of what
+        # is not a document.
+        every: Any = True
+        for test in reversed(element):
+            every = {"$cond": [test, every, False]}
+        each = {"$map": {"input": "$$wv", "as": "element", "in": every}}
+        taken = {"$cond": [{"$isArray": "$$wv"}, {"$allElementsTrue": [each]}, False]}
+        return {name: ServerUnmade({"$cond": [taken, {"ok": True, "v": as_map(p, "$$wv")}, {"ok": False, "v": None}]})}
 
     def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
         return [(step.collection, dict(step.params["index"]))] if step.params.get("index") else []
@@ -187,3 +211,18 @@ def array_to_map(doc: Document, step: Step) -> Document:
             restored[element[key_field]] = {name: item for name, item in element.items() if name != key_field}
     set_path(doc, params["field"], restored)
     return doc
+
+
+def as_map(params: dict[str, Any], value: Any) -> dict[str, Any]:
+    """The expression making the map again of ``value`` where it is an array :meth:`Operation.transform`
+    made (the key of each element, and the rest of it as the key's value); any other value as it is."""
+    key = f"$$element.{params['key_field']}"
+    if params["layout"] == "pair":
+        item: Any = f"$$element.{params['value_field']}"
+    elif params["key_in_value"]:
+        item = "$$element"
+    else:
+        others = {"$ne": ["$$pair.k", params["key_field"]]}
+        item = {"$arrayToObject": {"$filter": {"input": {"$objectToArray": "$$element"}, "as": "pair", "cond": others}}}
+    pairs = {"$map": {"input": value, "as": "element", "in": {"k": key, "v": item}}}
+    return {"$cond": [{"$isArray": value}, {"$arrayToObject": pairs}, value]}

@@ -10,8 +10,10 @@ A backup the server made (``in_server_steps._settle``: original and ``after`` as
 1. one aggregation returns, for each backup whose document is still ``after`` (left alone since ``up``),
    what its original holds that ``after`` does not (``patches``): the top-level fields ``up`` changed or
    took out, each with its place among the original's fields and its value, or the name of the field
-   ``up`` added that holds it (a rename), and the names of the fields ``up`` added. ``up``'s stages only
-   set and unset fields, so every other field is ``after``'s, in the original's order: only the patch
+   ``up`` added that holds it (a rename), or the place the step needs to make it again of the field as
+   ``up`` rewrote it (the operation's ``server_unmade``: map_to_array's map, a key renamed inside a
+   sub-document), and the names of the fields ``up`` added. ``up``'s stages only set and unset fields,
+   so every other field is ``after``'s, in the original's order: only the patch
    travels, and a patch holding no value that one of the previous eight documents has, not again
    (``shared_patches``: documents a field was set, renamed or moved in alike are their ``_id``s and one
    patch);
@@ -32,9 +34,10 @@ A backup the server made (``in_server_steps._settle``: original and ``after`` as
    changed document the step's inverse and leaves a deleted one deleted.
 
 So what travels is each document's ``_id`` twice (the reply and the update) and the part of it the step
-changed, twice, where that holds values (a value ``up`` rewrote: approximation, attribute, a nested
-path); the client side's ``down`` moves the original, what ``up`` made of it and the document as it is,
-and writes it with the whole document as its condition.
+changed, twice, where that holds values (a value ``up`` rewrote and the document no longer holds:
+approximation's exact value, the top-level field holding a nested path ``up`` set or took out); the
+client side's ``down`` moves the original, what ``up`` made of it and the document as it is, and writes it
+with the whole document as its condition.
 
 A ``down`` stopped anywhere takes the range again: a document restored is no longer ``after`` (step 1
 leaves it out), and step 3 finds it marked or equal to its original.
@@ -47,8 +50,9 @@ range's ``_id``s finds each document's own patch.
 Operators: update pipelines with ``$set``, ``$unset``, ``$replaceWith`` (MongoDB 4.2), ``let`` on
 ``update`` (5.0), ``$setField`` (5.0), ``$bsonSize`` (4.4), ``$objectToArray``, ``$arrayToObject``,
 ``$reduce``, ``$slice``, ``$concatArrays``, ``$range``, ``$filter``, ``$map``, ``$let``, ``$type``,
-``$mergeObjects``, ``$indexOfArray``, ``$arrayElemAt``, ``$cond``, ``$ifNull``, ``$allElementsTrue``,
-``$lookup`` (``localField``/``foreignField``), ``$setWindowFields`` with ``$shift`` (5.0): all in MongoDB 5.0.
+``$mergeObjects``, ``$indexOfArray``, ``$arrayElemAt``, ``$cond``, ``$switch``, ``$ifNull``, ``$allElementsTrue``,
+``$indexOfBytes``, ``$lookup`` (``localField``/``foreignField``), ``$setWindowFields`` with ``$shift`` (5.0):
+all in MongoDB 5.0.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ from bson import MaxKey, MinKey
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.operations import OPERATIONS
-from mongopat.migrate.operations.base import ORIGINAL
+from mongopat.migrate.operations.base import ORIGINAL, ServerUnmade
 from mongopat.migrate.server.command_lists import fitting, id_bytes
 
 if TYPE_CHECKING:
@@ -84,7 +88,7 @@ def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
     returns how many backups it took out. Nothing with ``--client-side``, or for a step whose stages read
     other documents."""
     operation = OPERATIONS[run.step.name]
-    stages = operation.server_stages(run.step)
+    stages, unmade = operation.server_stages(run.step), operation.server_unmade(run.step)
     if stages is None or operation.server_range_key(run.step) is not None or steps.options.client_side:
         return 0
     mark = restore_mark(run)
@@ -99,7 +103,7 @@ def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
                 {"$match": ranged},
                 {"$sort": {"_id": 1}},
                 {"$limit": steps.options.batch_size},
-                *patches(run.step.collection),
+                *patches(run.step.collection, unmade),
                 *shared_patches(),
             ]
         )
@@ -113,7 +117,7 @@ def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
             collection.update_many(
                 # The documents by their range and the let variable: their _ids travel once more, not twice.
                 {"_id": {"$gte": first, "$lte": last}, "$expr": {"$in": ["$_id", f"$${IDS}"]}},
-                restore_stages(stages, mark),
+                restore_stages(stages, mark, unmade),
                 # $literal: a let variable is an expression, and an original's "$price" would be a path.
                 let={
                     IDS: {"$literal": chosen},
@@ -167,13 +171,32 @@ def _pair_holds(pair: Any, value: Any) -> dict[str, Any]:
     return {"$let": {"vars": {"pv": pair}, "in": {"$cond": ["$$pv.ok", _same("$$pv.v", value), False]}}}
 
 
+def _unmade_of(unmade: dict[str, ServerUnmade], name: Any, value: Any, at: Any) -> dict[str, Any]:
+    """``{ok, v}``: the original's value of the field ``name`` made again of its ``value`` in a document and
+    the place ``at``, by the step's ``server_unmade`` for that field (not ``ok`` for a field it has none for)."""
+    branches = [{"case": {"$eq": [name, field]}, "then": how.made} for field, how in unmade.items()]
+    made = {"$switch": {"branches": branches, "default": {"ok": False, "v": None}}}
+    return {"$let": {"vars": {"wv": value, "at": at}, "in": made}}
+
+
+def _place_of(unmade: dict[str, ServerUnmade], name: Any, value: Any) -> dict[str, Any]:
+    """The place :func:`_unmade_of` needs to make the original's ``value`` of the field ``name`` again."""
+    branches = [{"case": {"$eq": [name, field]}, "then": how.place} for field, how in unmade.items()]
+    return {"$let": {"vars": {"wv": value}, "in": {"$switch": {"branches": branches, "default": -1}}}}
+
+
+def _has_place(entry: str) -> dict[str, Any]:
+    """Whether a patch's entry names its value by ``server_unmade`` (``u``: a place, 0 among them)."""
+    return {"$ne": [{"$ifNull": [f"{entry}.u", None]}, None]}
+
+
 def _names(pairs: Any) -> dict[str, Any]:
     """The ``k`` of each element of ``pairs`` (``$map``: each element's own value, never a path through the
     array)."""
     return {"$map": {"input": pairs, "as": "e", "in": "$$e.k"}}
 
 
-def patches(name: str) -> list[dict[str, Any]]:
+def patches(name: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
     """The stages giving, for each backup (in ``_id`` order), its document's ``_id`` (``i``) and, where the
     document is still ``after`` (left alone since ``up``), what the original holds that ``after`` does not
     (``q``, else null): the names of the top-level fields ``up`` added (``d``) and each top-level field of
@@ -181,8 +204,10 @@ def patches(name: str) -> list[dict[str, Any]]:
     ``{i, k, v}``, in the original's order). ``up``'s stages only set and unset fields, so the others are
     ``after``'s, in the original's order. A value ``up`` moved to a field it added (a rename) is named by
     that field (``{i, k, r}``), one it moved into a pair ``{k, v}`` of an array it added (attribute) by
-    the field and the pair's place (``{i, k, r, e}``), instead of travelling: the document holds it, and
-    the update's check that the step makes the document again of the rebuilt original covers it."""
+    the field and the pair's place (``{i, k, r, e}``), one it rewrote in place losing nothing (the step's
+    ``server_unmade``: map_to_array's map, a key renamed inside it) by that and the place it needs
+    (``{i, k, u}``), instead of travelling: the document holds it, and the update's check that the step
+    makes the document again of the rebuilt original covers it."""
     original, after = {"$objectToArray": "$original"}, {"$objectToArray": "$after"}
     at = {"$indexOfArray": [_names("$$a"), "$$f.k"]}
     value = {"$let": {"vars": {"e": {"$arrayElemAt": ["$$a", "$$j"]}}, "in": "$$e.v"}}
@@ -209,6 +234,14 @@ def patches(name: str) -> list[dict[str, Any]]:
             "in": {"$concatArrays": ["$$value", {"$let": {"vars": {"g": "$$this"}, "in": pairs_of}}]},
         }
     }
+    # Else the field as ``up`` rewrote it, where the step makes the original's value again of that.
+    again = {"$let": {"vars": {"u": _unmade_of(unmade, "$$f.k", value, "$$ua")},
+                      "in": {"$cond": ["$$u.ok", _same("$$u.v", "$$f.v"), False]}}}  # fmt: skip
+    by_value: Any = {"i": "$$n", "k": "$$f.k", "v": "$$f.v"}
+    if unmade:
+        named = {"i": "$$n", "k": "$$f.k", "u": "$$ua"}
+        chosen = {"$cond": [{"$gte": ["$$j", 0]}, {"$cond": [again, named, by_value]}, by_value]}
+        by_value = {"$let": {"vars": {"j": at, "ua": _place_of(unmade, "$$f.k", "$$f.v")}, "in": chosen}}
     in_element = {
         "$let": {
             "vars": {"h": elements},
@@ -216,7 +249,7 @@ def patches(name: str) -> list[dict[str, Any]]:
                 "$cond": [
                     {"$gt": [{"$size": "$$h"}, 0]},
                     {"$mergeObjects": [{"i": "$$n", "k": "$$f.k"}, {"$arrayElemAt": ["$$h", 0]}]},
-                    {"i": "$$n", "k": "$$f.k", "v": "$$f.v"},
+                    by_value,
                 ]
             },
         }
@@ -260,7 +293,8 @@ def shared_patches() -> list[dict[str, Any]]:
     sharing one (a field set, renamed or moved alike in each), even interleaved with documents of another
     shape, travel as their ``_id``s and one patch. A patch holding values is each document's own: equal
     values of two numeric types would be one value to ``$eq``."""
-    named = {"$map": {"input": {"$ifNull": ["$q.p", []]}, "as": "e", "in": {"$ifNull": ["$$e.r", False]}}}
+    named = {"$map": {"input": {"$ifNull": ["$q.p", []]}, "as": "e",
+                      "in": {"$ifNull": ["$$e.r", _has_place("$$e")]}}}  # fmt: skip
     valueless = {"$and": [{"$ne": ["$q", None]}, {"$allElementsTrue": [named]}]}
     back = {"$switch": {"branches": [{"case": {"$eq": ["$q", f"$b{k}"]}, "then": k} for k in range(1, BACK + 1)],
                         "default": 0}}  # fmt: skip
@@ -305,7 +339,7 @@ def _group_bytes(group: tuple[Any, list[Any]]) -> int:
     return len(patch.raw) + sum(map(id_bytes, idents)) + 16
 
 
-def restore_stages(stages: list[dict[str, Any]], mark: str) -> list[dict[str, Any]]:
+def restore_stages(stages: list[dict[str, Any]], mark: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
     """The update pipeline of step 2: the document's original rebuilt from the document and its patch (the
     let variables; see :func:`patches`), transformed by the step's ``stages`` as on ``up`` (with the
     document as it is kept under ORIGINAL, which the stages leave), then the original marked where that
@@ -325,7 +359,7 @@ def restore_stages(stages: list[dict[str, Any]], mark: str) -> list[dict[str, An
     resolved = {"$allElementsTrue": [{"$map": {"input": "$$q.p", "as": "t", "in": "$$t.rv.ok"}}]}
     # Each entry's value found once: {i, k, rv: {ok, v}}.
     entries = {"$map": {"input": "$$given.p", "as": "t",
-                        "in": {"i": "$$t.i", "k": "$$t.k", "rv": _resolved("$$t", "$$root")}}}  # fmt: skip
+                        "in": {"i": "$$t.i", "k": "$$t.k", "rv": _resolved("$$t", "$$root", unmade)}}}  # fmt: skip
     found = {"$let": {"vars": {"q": {"d": "$$given.d", "p": entries}},
                       "in": {"now": "$$ROOT", "was": rebuilt, "ok": resolved}}}  # fmt: skip
     # The document's fields as pairs, made once for the patch's entries and the fields kept.
@@ -341,11 +375,12 @@ def restore_stages(stages: list[dict[str, Any]], mark: str) -> list[dict[str, An
     ]
 
 
-def _resolved(entry: str, pairs: Any) -> dict[str, Any]:
+def _resolved(entry: str, pairs: Any, unmade: dict[str, ServerUnmade]) -> dict[str, Any]:
     """``{ok, v}``: the value a patch's ``entry`` gives its field in the document whose fields are
-    ``pairs``: its own ``v``; the document's field ``r``; or the ``v`` of the pair at ``e`` of the array in
-    field ``r``. Not ``ok`` where the document no longer holds what the entry names (the application
-    changed it since the patch was read: the document is then left as it is)."""
+    ``pairs``: its own ``v``; the document's field ``r``; the ``v`` of the pair at ``e`` of the array in
+    field ``r``; or (``u``) what the step's ``server_unmade`` makes of the document's field ``k``. Not
+    ``ok`` where the document no longer holds what the entry names (the application changed it since the
+    patch was read: the document is then left as it is)."""
     # An entry holds ``r`` (a name: true) or ``v``; $ifNull, not $type, tells them apart (conformance table).
     # Null past the end, not $arrayElemAt's missing (whose $type the test server gets wrong: conformance).
     inside = {"$cond": [{"$lt": [f"{entry}.e", {"$size": "$$wv"}]}, {"$arrayElemAt": ["$$wv", f"{entry}.e"]}, None]}
@@ -355,7 +390,14 @@ def _resolved(entry: str, pairs: Any) -> dict[str, Any]:
     held = {"$let": {"vars": {"wv": whole}, "in": {"$cond": [in_pair, element, {"ok": True, "v": "$$wv"}]}}}
     found = {"$cond": [{"$lt": ["$$j", 0]}, {"ok": False, "v": None}, held]}
     named = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.r"]}}, "in": found}}
-    return {"$cond": [{"$ifNull": [f"{entry}.r", False]}, named, {"ok": True, "v": f"{entry}.v"}]}
+    field_value = {"$arrayElemAt": [pairs, "$$j"]}
+    own = {"$let": {"vars": {"w": field_value}, "in": _unmade_of(unmade, f"{entry}.k", "$$w.v", f"{entry}.u")}}
+    in_place = {"$cond": [{"$lt": ["$$j", 0]}, {"ok": False, "v": None}, own]}
+    rewritten = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.k"]}}, "in": in_place}}
+    given: Any = {"ok": True, "v": f"{entry}.v"}
+    if unmade:
+        given = {"$cond": [_has_place(entry), rewritten, given]}
+    return {"$cond": [{"$ifNull": [f"{entry}.r", False]}, named, given]}
 
 
 def _not_restored(steps: InServerSteps, run: StepRun, span: dict[str, Any], mark: str) -> list[Any]:
