@@ -609,6 +609,20 @@ NAMED_PATCHES = {
         2,
         [{"i": 2, "k": "rooms", "u": 0}, {"i": 2, "k": "rooms", "u": 1}],
     ),
+    # A key the originals lacked: taken out again, nothing held, so shared.
+    "set nested": (
+        {"step": "set_field", "field": "rooms.a.new", "value": 1},
+        lambda: nested_rooms(40),
+        1,
+        [{"i": 2, "k": "rooms", "u": -1}],
+    ),  # fmt: skip
+    # A key taken out: put back with each original's own value, held by its own patch.
+    "unset nested": (
+        {"step": "unset_field", "field": "rooms.a.old"},
+        lambda: nested_rooms(40),
+        10,
+        [{"i": 2, "k": "rooms", "u": int(i % 3 != 0), "w": i if i % 3 == 0 else [i]} for i in range(40)],
+    ),  # fmt: skip
 }
 
 
@@ -639,13 +653,16 @@ def test_a_restore_inside_the_server_names_a_value_the_step_rewrote_losing_nothi
     Runner(db, load_folder(folder), RunOptions(batch_size=10)).down("base")
     assert raw_documents(db, "items") == before and handed == []
     assert [len(patches) for patches in sent] == [per_update] * 4
-    assert all(sorted(e["u"] for p in patches for e in p["p"]) == [e["u"] for e in entries] for patches in sent)
-    assert all(entry in entries for patches in sent for patch in patches for entry in patch["p"])
+    # Each entry, as many times as the documents sharing it are 40 (one patch per group for each update).
+    sent_entries = [entry for patches in sent for patch in patches for entry in patch["p"]]
+    assert sorted(map(repr, sent_entries)) == sorted(map(repr, entries * (len(sent_entries) // len(entries))))
 
 
 PAIR = {"step": "map_to_array", "field": "rooms", "layout": "pair", "key_field": "name", "value_field": "value"}
 MERGE = {"step": "map_to_array", "field": "rooms", "layout": "merge"}
 RENAME = {"step": "rename_field", "from": "rooms.a.old", "to": "rooms.a.new"}
+UNSET = {"step": "unset_field", "field": "rooms.a.old"}
+SET = {"step": "set_field", "field": "rooms.a.old", "value": 9}
 NOT_OK = {"ok": False, "v": None}
 UNMADE = [
     # (a step, its field's value in a document, the place, what server_unmade makes of them)
@@ -676,6 +693,14 @@ UNMADE = [
     (RENAME, {"a": [{"new": 3}]}, 0, NOT_OK),  # no sub-document on the way
     (RENAME, {"a": 5}, 0, NOT_OK),
     (RENAME, 5, 0, NOT_OK),
+    # A key one nested path names, taken out and, at a place, put back holding the original's value.
+    (UNSET, {"x": 1, "a": {"p": 1, "q": 2}}, 1, {"ok": True, "v": {"x": 1, "a": {"p": 1, "old": [5], "q": 2}}}),
+    (UNSET, {"a": {"p": 1}}, 0, {"ok": True, "v": {"a": {"old": [5], "p": 1}}}),
+    (UNSET, {"a": {}}, 0, {"ok": True, "v": {"a": {"old": [5]}}}),
+    (UNSET, {"a": {"p": 1}}, 2, NOT_OK),  # past its neighbours
+    (UNSET, {"a": 5}, 0, NOT_OK),
+    (SET, {"a": {"old": 9, "p": 1}}, -1, {"ok": True, "v": {"a": {"p": 1}}}),  # the original had none
+    (SET, {"a": {"p": 1, "old": 9}}, 0, {"ok": True, "v": {"a": {"old": [5], "p": 1}}}),  # another value
 ]
 
 
@@ -690,30 +715,37 @@ def test_a_rewritten_value_is_made_again_only_of_what_the_step_could_have_made(m
     step = build_step({"collection": "items", **spec})
     unmade = OPERATIONS[spec["step"]].server_unmade(step)["rooms"]
     mongo.db.items.insert_one({"_id": 1, "rooms": value})
-    made = {"$let": {"vars": {"wv": "$rooms", "at": at}, "in": unmade.made}}
+    held = {"v": [5]}  # the original's value where a step needs one (a nested path's)
+    made = {"$let": {"vars": {"wv": "$rooms", "at": at, "held": held}, "in": unmade.made}}
     [found] = mongo.db.items.aggregate([{"$project": {"_id": 0, "made": made}}])
-    assert found["made"] == expected
+    assert bson.encode(found["made"]) == bson.encode(expected)  # in field order
 
 
 PLACES = [
-    ({"a": {"p": 1, "old": 2}}, 1),
-    ({"x": 0, "a": {"old": 2, "p": 1}}, 0),
-    ({"a": {"p": 1}}, -1),
-    ({"a": [{"old": 1}]}, -1),
-    ("text", -1),
+    # (a step, the original's value of its top-level field, the place and the value read off it)
+    (RENAME, {"a": {"p": 1, "old": 2}}, {"at": 1}),
+    (RENAME, {"x": 0, "a": {"old": 2, "p": 1}}, {"at": 0}),
+    (RENAME, {"a": {"p": 1}}, {"at": -1}),
+    (RENAME, {"a": [{"old": 1}]}, {"at": -1}),
+    (RENAME, "text", {"at": -1}),
+    (UNSET, {"a": {"p": 1, "old": [2]}}, {"at": 1, "held": [2]}),
+    (UNSET, {"a": {"old": None}}, {"at": 0, "held": None}),
+    (SET, {"a": {"p": 1}}, {"at": -1}),  # none: nothing held
+    (SET, {"a": [{"old": 1}]}, {"at": -1}),  # never read through an array
+    (SET, [{"a": {"old": 1}}], {"at": -1}),
 ]
 
 
 @pytest.mark.server_only("the server computes the transform")
-@pytest.mark.parametrize(("original", "expected"), PLACES)
-def test_a_renamed_key_s_place_is_read_from_the_original(mongo, original, expected):
-    step = build_step({"collection": "items", **RENAME})
-    place = OPERATIONS["rename_field"].server_unmade(step)["rooms"].place
+@pytest.mark.parametrize(("spec", "original", "expected"), PLACES)
+def test_a_key_s_place_and_value_are_read_from_the_original(mongo, spec, original, expected):
+    step = build_step({"collection": "items", **spec})
+    unmade = OPERATIONS[spec["step"]].server_unmade(step)["rooms"]
+    read = {"at": unmade.place, **({"held": unmade.held} if unmade.held is not None else {})}
     mongo.db.items.insert_one({"_id": 1, "rooms": original})
-    [found] = mongo.db.items.aggregate(
-        [{"$project": {"_id": 0, "at": {"$let": {"vars": {"wv": "$rooms"}, "in": place}}}}]
-    )
-    assert found["at"] == expected
+    projected = {name: {"$let": {"vars": {"wv": "$rooms"}, "in": expression}} for name, expression in read.items()}
+    [found] = mongo.db.items.aggregate([{"$project": {"_id": 0, **projected}}])
+    assert found == expected
 
 
 @pytest.mark.parametrize(
@@ -726,6 +758,11 @@ def test_a_renamed_key_s_place_is_read_from_the_original(mongo, original, expect
         ({"step": "rename_field", "from": "old", "to": "new"}, False),  # a rename's own {i, k, r}
         (PAIR, True),
         ({**PAIR, "field": "home.rooms"}, False),
+        (UNSET, True),
+        (SET, True),
+        ({"step": "computed", "field": "rooms.t", "expression": "price * qty"}, True),
+        ({"step": "unset_field", "field": "rooms"}, False),  # a top-level field: the patch holds its value
+        ({"step": "approximation", "field": "rooms.views", "factor": 10}, False),  # two paths
     ],
 )
 def test_steps_make_again_only_the_top_level_fields_they_rewrite_in_place(spec, taken):
@@ -746,6 +783,10 @@ def test_steps_make_again_only_the_top_level_fields_they_rewrite_in_place(spec, 
         # The renamed key taken away; the old one back beside it.
         ("rename_field_inside", {"$unset": "meta.e"}),
         ("rename_field_inside", {"$set": {"meta.b": 7}}),
+        # A nested key's sub-document made no document; the key unset written back; the key set taken away.
+        ("unset_field_nested", {"$set": {"meta": 5}}),
+        ("unset_field_nested", {"$set": {"meta.b": "app"}}),
+        ("set_field_nested", {"$unset": "meta.seen"}),
     ],
 )
 def test_a_value_a_patch_names_taken_away_between_its_read_and_the_restore_leaves_the_document_as_it_is(

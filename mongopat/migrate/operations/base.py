@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from mongopat.migrate.operations.server_paths import holds
+from mongopat.migrate.operations.server_paths import holds, place_of, plain, put_back, value_at, within
 from mongopat.migrate.transform_api import (
     Context,
     ContextSource,
@@ -54,14 +54,18 @@ class ServerInverse:
 @dataclass(frozen=True)
 class ServerUnmade:
     """A top-level field's original value made again inside the server of the field as a step rewrote it,
-    where the rewrite loses nothing but a place: ``made``, an expression of ``$$wv`` (the field's value in
-    a document) and ``$$at`` giving ``{ok, v}`` (``ok``: the value is one the step's stages could have
-    made, so that they take ``v`` without an error; ``v``: the original's value); ``place``, an expression
-    of ``$$wv`` (here the original's value) giving the ``$$at`` that one needs (a renamed key's place among
-    its neighbours; -1 where there is none, which ``made`` is not ``ok`` for)."""
+    from a place and a value the step says how to read off the original: ``made``, an expression of
+    ``$$wv`` (the field's value in a document), ``$$at`` and ``$$held`` giving ``{ok, v}`` (``ok``: the
+    value is one the step's stages could have made, so that they take ``v`` without an error; ``v``: the
+    original's value); ``place``, an expression of ``$$wv`` (here the original's value) giving the
+    ``$$at`` that one needs (a key's place among its neighbours; -1 where there is none); ``held``, None
+    where ``made`` needs no value of the original, else an expression of ``$$wv`` (the original's) giving
+    the one it needs as ``$$held.v`` (missing where it has none): the only part of the field that
+    travels."""
 
     made: Any
     place: Any = 0
+    held: Any = None
 
 
 @dataclass(frozen=True)
@@ -297,12 +301,23 @@ class DocumentOperation(StepOperation):
         return None
 
     def server_unmade(self, step: Step) -> dict[str, ServerUnmade]:
-        """Per top-level field the step's stages rewrite losing nothing but a place (map_to_array's array of
-        pairs is its map again; a key renamed inside a sub-document is the old key again, at its old
-        place), how the server makes the original's value again of the document's. ``down`` inside the
-        server then names such a value instead of sending it (``server/restore_in_server.py``), and checks
-        the document it rebuilds as any other. None by default (``{}``)."""
-        return {}
+        """Per top-level field the step's stages rewrite, how the server makes the original's value again of
+        the document's, from no more of the original than a place and a value (map_to_array's array of
+        pairs is its map again; a key renamed inside a sub-document is the old key again at its old
+        place): ``down`` inside the server then sends those rather than the whole field
+        (``server/restore_in_server.py``), and checks the document it rebuilds as any other. By default,
+        for a step writing one nested path, the top-level field holding it: the key taken out of its
+        sub-document and, where the original had it, put back at its place with the original's value."""
+        written = self.written_fields(step)
+        if len(written) != 1:
+            return {}
+        parts = next(iter(written)).split(".")
+        if len(parts) < 2 or not plain(".".join(parts)):
+            return {}
+        place = place_of(parts[1:])
+        # Read only where the key is there (its place): a missing one travels as nothing, not as null.
+        held = {"$cond": [{"$gte": [place, 0]}, value_at(".".join(parts[1:]), "$$wv."), "$$REMOVE"]}
+        return {parts[0]: ServerUnmade(within(parts[1:-1], put_back(parts[-1])), place, held)}
 
     def new_shape_marker(self, step: Step) -> str | None:
         """The field a document written in the new shape holds (by ``up`` or by the application), for steps

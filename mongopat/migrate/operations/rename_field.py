@@ -8,7 +8,7 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage, rename_in_match
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, ServerUnmade, Step, StepType
-from mongopat.migrate.operations.server_paths import holds, move_stages, plain
+from mongopat.migrate.operations.server_paths import NOT_OK, holds, move_stages, place_of, plain, put_at, within
 from mongopat.migrate.transform_api import (
     Context,
     Document,
@@ -109,7 +109,7 @@ class Operation(DocumentOperation):
         old, new = step.params["from"].split("."), step.params["to"].split(".")
         if not plain(step.params["from"], step.params["to"]) or len(old) < 2 or old[:-1] != new[:-1] or old == new:
             return {}
-        return {old[0]: ServerUnmade(_within(old[1:-1], _renamed_back(old[-1], new[-1]), 0), _place(old[1:], 0))}
+        return {old[0]: ServerUnmade(within(old[1:-1], _renamed_back(old[-1], new[-1])), place_of(old[1:]))}
 
     changes_only_what_it_writes = True
 
@@ -144,48 +144,16 @@ def _renamed(path: str, old: str, new: str) -> str:
     return new + path[len(old) :] if path.startswith(old + ".") else path
 
 
-NOT_OK = {"ok": False, "v": None}
-
-
-def _within(parts: list[str], inner: Any, depth: int) -> dict[str, Any]:
-    """``{ok, v}`` of ``$$wv`` with the sub-document at ``parts`` made ``inner`` (an expression of ``$$wv``
-    giving ``{ok, v}``; each level's own variables, so that none hides another's); not ``ok`` where a
-    level is no document."""
-    if not parts:
-        return inner
-    here, below = f"$$w{depth}", f"$$c{depth}"
-    made = {"ok": True, "v": {"$setField": {"field": parts[0], "input": here, "value": f"{below}.v"}}}
-    child = _within(parts[1:], inner, depth + 1)
-    kept = {"$let": {"vars": {f"c{depth}": {"$let": {"vars": {"wv": f"{here}.{parts[0]}"}, "in": child}}},
-                     "in": {"$cond": [f"{below}.ok", made, NOT_OK]}}}  # fmt: skip
-    on_document = {"$cond": [{"$eq": [{"$type": here}, "object"]}, kept, NOT_OK]}
-    return {"$let": {"vars": {f"w{depth}": "$$wv"}, "in": on_document}}
-
-
 def _renamed_back(old: str, new: str) -> dict[str, Any]:
     """``{ok, v}``: the sub-document ``$$wv`` with its key ``new`` named ``old`` again, at place ``$$at``
     among the others; not ``ok`` where it is no document, lacks ``new``, holds ``old`` or has fewer than
     ``$$at`` other keys."""
     names = {"$map": {"input": "$$p", "as": "f", "in": "$$f.k"}}
     rest = {"$filter": {"input": "$$p", "as": "f", "cond": {"$ne": ["$$f.k", new]}}}
-    before = {"$cond": [{"$eq": ["$$at", 0]}, [], {"$slice": ["$$r", "$$at"]}]}
-    after = {"$slice": ["$$r", "$$at", {"$add": [{"$size": "$$r"}, 1]}]}
-    moved = {"$let": {"vars": {"e": {"$arrayElemAt": ["$$p", "$$j"]}}, "in": [{"k": old, "v": "$$e.v"}]}}
-    made = {"ok": True, "v": {"$arrayToObject": {"$concatArrays": [before, moved, after]}}}
+    moved = {"$let": {"vars": {"e": {"$arrayElemAt": ["$$p", "$$j"]}}, "in": "$$e.v"}}
+    made = {"ok": True, "v": {"$arrayToObject": put_at("$$r", old, moved)}}
     fits = {"$and": [{"$gte": ["$$j", 0]}, {"$not": [{"$in": [old, names]}]}, {"$gte": ["$$at", 0]},
                      {"$lte": ["$$at", {"$size": "$$r"}]}]}  # fmt: skip
     found = {"$let": {"vars": {"j": {"$indexOfArray": [names, new]}, "r": rest}, "in": {"$cond": [fits, made, NOT_OK]}}}
     pairs = {"$let": {"vars": {"p": {"$objectToArray": "$$wv"}}, "in": found}}
     return {"$cond": [{"$eq": [{"$type": "$$wv"}, "object"]}, pairs, NOT_OK]}
-
-
-def _place(parts: list[str], depth: int) -> dict[str, Any]:
-    """The place of the key ``parts[-1]`` among its neighbours in the sub-document of ``$$wv`` at
-    ``parts[:-1]``; -1 where that is no document or lacks it."""
-    here = f"$$o{depth}"
-    if len(parts) == 1:
-        names = {"$map": {"input": {"$objectToArray": here}, "as": "f", "in": "$$f.k"}}
-        found: Any = {"$indexOfArray": [names, parts[0]]}
-    else:
-        found = {"$let": {"vars": {"wv": f"{here}.{parts[0]}"}, "in": _place(parts[1:], depth + 1)}}
-    return {"$let": {"vars": {f"o{depth}": "$$wv"}, "in": {"$cond": [{"$eq": [{"$type": here}, "object"]}, found, -1]}}}

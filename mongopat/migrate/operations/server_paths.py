@@ -98,3 +98,54 @@ def move_stages(old: str, new: str) -> list[dict[str, Any]]:
         *set_stages(new, "$" + CARRIED),
         {"$unset": CARRIED},
     ]
+
+
+# What the helpers below give where a value is not one they can work on.
+NOT_OK = {"ok": False, "v": None}
+
+
+def within(parts: list[str], inner: Expression, depth: int = 0) -> Expression:
+    """``{ok, v}``: ``$$wv`` with the sub-document at ``parts`` made what ``inner`` (an expression of
+    ``$$wv``, there that sub-document, giving ``{ok, v}``) makes of it, each level above kept where it is
+    (``$setField``; each level's own variables, so that none hides another's); not ``ok`` where a level is
+    no document."""
+    if not parts:
+        return inner
+    here, below = f"$$w{depth}", f"$$c{depth}"
+    made = {"ok": True, "v": {"$setField": {"field": parts[0], "input": here, "value": f"{below}.v"}}}
+    child = within(parts[1:], inner, depth + 1)
+    kept = {"$let": {"vars": {f"c{depth}": {"$let": {"vars": {"wv": f"{here}.{parts[0]}"}, "in": child}}},
+                     "in": {"$cond": [f"{below}.ok", made, NOT_OK]}}}  # fmt: skip
+    on_document = {"$cond": [{"$eq": [{"$type": here}, "object"]}, kept, NOT_OK]}
+    return {"$let": {"vars": {f"w{depth}": "$$wv"}, "in": on_document}}
+
+
+def place_of(parts: list[str], depth: int = 0) -> Expression:
+    """The place of the key ``parts[-1]`` among its neighbours in the sub-document of ``$$wv`` at
+    ``parts[:-1]``; -1 where that is no document or lacks it."""
+    here = f"$$o{depth}"
+    if len(parts) == 1:
+        names = {"$map": {"input": {"$objectToArray": here}, "as": "f", "in": "$$f.k"}}
+        found: Expression = {"$indexOfArray": [names, parts[0]]}
+    else:
+        found = {"$let": {"vars": {"wv": f"{here}.{parts[0]}"}, "in": place_of(parts[1:], depth + 1)}}
+    return {"$let": {"vars": {f"o{depth}": "$$wv"}, "in": {"$cond": [{"$eq": [{"$type": here}, "object"]}, found, -1]}}}
+
+
+def put_at(pairs: Expression, key: str, value: Expression) -> Expression:
+    """The pairs ``pairs`` with ``{k: key, v: value}`` put at place ``$$at`` (at most their number)."""
+    before = {"$cond": [{"$eq": ["$$at", 0]}, [], {"$slice": [pairs, "$$at"]}]}
+    after = {"$slice": [pairs, "$$at", {"$add": [{"$size": pairs}, 1]}]}
+    return {"$concatArrays": [before, [{"k": key, "v": value}], after]}
+
+
+def put_back(key: str) -> Expression:
+    """``{ok, v}``: the sub-document ``$$wv`` without ``key``, and, where ``$$at`` is a place (0 or more),
+    with ``key`` holding ``$$held.v`` there; not ``ok`` where it is no document or has fewer than ``$$at``
+    other keys."""
+    rest = {"$filter": {"input": {"$objectToArray": "$$wv"}, "as": "f", "cond": {"$ne": ["$$f.k", key]}}}
+    fits = {"$lte": ["$$at", {"$size": "$$r"}]}
+    again = {"$cond": [{"$lt": ["$$at", 0]}, "$$r", {"$cond": [fits, put_at("$$r", key, "$$held.v"), None]}]}
+    back = {"ok": True, "v": {"$arrayToObject": "$$m"}}
+    made = {"$let": {"vars": {"m": again}, "in": {"$cond": [{"$isArray": "$$m"}, back, NOT_OK]}}}
+    return {"$cond": [{"$eq": [{"$type": "$$wv"}, "object"]}, {"$let": {"vars": {"r": rest}, "in": made}}, NOT_OK]}

@@ -171,12 +171,13 @@ def _pair_holds(pair: Any, value: Any) -> dict[str, Any]:
     return {"$let": {"vars": {"pv": pair}, "in": {"$cond": ["$$pv.ok", _same("$$pv.v", value), False]}}}
 
 
-def _unmade_of(unmade: dict[str, ServerUnmade], name: Any, value: Any, at: Any) -> dict[str, Any]:
-    """``{ok, v}``: the original's value of the field ``name`` made again of its ``value`` in a document and
-    the place ``at``, by the step's ``server_unmade`` for that field (not ``ok`` for a field it has none for)."""
+def _unmade_of(unmade: dict[str, ServerUnmade], name: Any, value: Any, at: Any, held: Any) -> dict[str, Any]:
+    """``{ok, v}``: the original's value of the field ``name`` made again of its ``value`` in a document, the
+    place ``at`` and the original's value ``held`` (missing where there is none), by the step's
+    ``server_unmade`` for that field (not ``ok`` for a field it has none for)."""
     branches = [{"case": {"$eq": [name, field]}, "then": how.made} for field, how in unmade.items()]
     made = {"$switch": {"branches": branches, "default": {"ok": False, "v": None}}}
-    return {"$let": {"vars": {"wv": value, "at": at}, "in": made}}
+    return {"$let": {"vars": {"wv": value, "at": at, "held": {"v": held}}, "in": made}}
 
 
 def _place_of(unmade: dict[str, ServerUnmade], name: Any, value: Any) -> dict[str, Any]:
@@ -185,9 +186,25 @@ def _place_of(unmade: dict[str, ServerUnmade], name: Any, value: Any) -> dict[st
     return {"$let": {"vars": {"wv": value}, "in": {"$switch": {"branches": branches, "default": -1}}}}
 
 
+def _held_of(unmade: dict[str, ServerUnmade], name: Any, value: Any) -> dict[str, Any]:
+    """The value of the original's ``value`` of the field ``name`` that :func:`_unmade_of` needs (missing
+    where it needs none)."""
+    branches = [
+        {"case": {"$eq": [name, field]}, "then": how.held} for field, how in unmade.items() if how.held is not None
+    ]
+    held = {"$switch": {"branches": branches, "default": "$$REMOVE"}} if branches else "$$REMOVE"
+    return {"$let": {"vars": {"wv": value}, "in": held}}
+
+
 def _has_place(entry: str) -> dict[str, Any]:
     """Whether a patch's entry names its value by ``server_unmade`` (``u``: a place, 0 among them)."""
     return {"$ne": [{"$ifNull": [f"{entry}.u", None]}, None]}
+
+
+def _places_only(entry: str) -> dict[str, Any]:
+    """Whether a patch's entry names its value by ``server_unmade`` with a place alone: no value of the
+    original (``w``), or null, which has one type (a patch holding another value is each document's own)."""
+    return {"$and": [_has_place(entry), {"$eq": [{"$ifNull": [f"{entry}.w", None]}, None]}]}
 
 
 def _names(pairs: Any) -> dict[str, Any]:
@@ -235,11 +252,12 @@ def patches(name: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
         }
     }
     # Else the field as ``up`` rewrote it, where the step makes the original's value again of that.
-    again = {"$let": {"vars": {"u": _unmade_of(unmade, "$$f.k", value, "$$ua")},
+    held = _held_of(unmade, "$$f.k", "$$f.v")
+    again = {"$let": {"vars": {"u": _unmade_of(unmade, "$$f.k", value, "$$ua", held)},
                       "in": {"$cond": ["$$u.ok", _same("$$u.v", "$$f.v"), False]}}}  # fmt: skip
     by_value: Any = {"i": "$$n", "k": "$$f.k", "v": "$$f.v"}
     if unmade:
-        named = {"i": "$$n", "k": "$$f.k", "u": "$$ua"}
+        named = {"i": "$$n", "k": "$$f.k", "u": "$$ua", "w": held}
         chosen = {"$cond": [{"$gte": ["$$j", 0]}, {"$cond": [again, named, by_value]}, by_value]}
         by_value = {"$let": {"vars": {"j": at, "ua": _place_of(unmade, "$$f.k", "$$f.v")}, "in": chosen}}
     in_element = {
@@ -294,7 +312,7 @@ def shared_patches() -> list[dict[str, Any]]:
     shape, travel as their ``_id``s and one patch. A patch holding values is each document's own: equal
     values of two numeric types would be one value to ``$eq``."""
     named = {"$map": {"input": {"$ifNull": ["$q.p", []]}, "as": "e",
-                      "in": {"$ifNull": ["$$e.r", _has_place("$$e")]}}}  # fmt: skip
+                      "in": {"$ifNull": ["$$e.r", _places_only("$$e")]}}}  # fmt: skip
     valueless = {"$and": [{"$ne": ["$q", None]}, {"$allElementsTrue": [named]}]}
     back = {"$switch": {"branches": [{"case": {"$eq": ["$q", f"$b{k}"]}, "then": k} for k in range(1, BACK + 1)],
                         "default": 0}}  # fmt: skip
@@ -391,7 +409,8 @@ def _resolved(entry: str, pairs: Any, unmade: dict[str, ServerUnmade]) -> dict[s
     found = {"$cond": [{"$lt": ["$$j", 0]}, {"ok": False, "v": None}, held]}
     named = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.r"]}}, "in": found}}
     field_value = {"$arrayElemAt": [pairs, "$$j"]}
-    own = {"$let": {"vars": {"w": field_value}, "in": _unmade_of(unmade, f"{entry}.k", "$$w.v", f"{entry}.u")}}
+    made = _unmade_of(unmade, f"{entry}.k", "$$w.v", f"{entry}.u", f"{entry}.w")
+    own = {"$let": {"vars": {"w": field_value}, "in": made}}
     in_place = {"$cond": [{"$lt": ["$$j", 0]}, {"ok": False, "v": None}, own]}
     rewritten = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.k"]}}, "in": in_place}}
     given: Any = {"ok": True, "v": f"{entry}.v"}
