@@ -741,8 +741,10 @@ PLACES = [
 def test_a_key_s_place_and_value_are_read_from_the_original(mongo, spec, original, expected):
     step = build_step({"collection": "items", **spec})
     unmade = OPERATIONS[spec["step"]].server_unmade(step)["rooms"]
-    read = {"at": unmade.place, **({"held": unmade.held} if unmade.held is not None else {})}
+    # The value held is read at the place read.
+    held = {"held": {"$let": {"vars": {"at": unmade.place}, "in": unmade.held}}} if unmade.held is not None else {}
     mongo.db.items.insert_one({"_id": 1, "rooms": original})
+    read = {"at": unmade.place, **held}
     projected = {name: {"$let": {"vars": {"wv": "$rooms"}, "in": expression}} for name, expression in read.items()}
     [found] = mongo.db.items.aggregate([{"$project": {"_id": 0, **projected}}])
     assert found == expected

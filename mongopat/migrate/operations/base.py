@@ -59,9 +59,9 @@ class ServerUnmade:
     value is one the step's stages could have made, so that they take ``v`` without an error; ``v``: the
     original's value); ``place``, an expression of ``$$wv`` (here the original's value) giving the
     ``$$at`` that one needs (a key's place among its neighbours; -1 where there is none); ``held``, None
-    where ``made`` needs no value of the original, else an expression of ``$$wv`` (the original's) giving
-    the one it needs as ``$$held.v`` (missing where it has none): the only part of the field that
-    travels."""
+    where ``made`` needs no value of the original, else an expression of ``$$wv`` (the original's) and
+    ``$$at`` (its place) giving the one it needs as ``$$held.v`` (missing where it has none): the only
+    part of the field that travels."""
 
     made: Any
     place: Any = 0
@@ -314,10 +314,9 @@ class DocumentOperation(StepOperation):
         parts = next(iter(written)).split(".")
         if len(parts) < 2 or not plain(".".join(parts)):
             return {}
-        place = place_of(parts[1:])
-        # Read only where the key is there (its place): a missing one travels as nothing, not as null.
-        held = {"$cond": [{"$gte": [place, 0]}, value_at(".".join(parts[1:]), "$$wv."), "$$REMOVE"]}
-        return {parts[0]: ServerUnmade(within(parts[1:-1], put_back(parts[-1])), place, held)}
+        # Read only where the key is there (a place): a missing one travels as nothing, not as null.
+        held = {"$cond": [{"$gte": ["$$at", 0]}, value_at(".".join(parts[1:]), "$$wv."), "$$REMOVE"]}
+        return {parts[0]: ServerUnmade(within(parts[1:-1], put_back(parts[-1])), place_of(parts[1:]), held)}
 
     def new_shape_marker(self, step: Step) -> str | None:
         """The field a document written in the new shape holds (by ``up`` or by the application), for steps
