@@ -16,7 +16,7 @@ from mongopat.migrate.operations.base import (
     StepType,
     top_level,
 )
-from mongopat.migrate.operations.server_paths import plain, set_stages, value_at
+from mongopat.migrate.operations.server_paths import NOT_OK, plain, set_stages, value_at
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads, set_path
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class Operation(DocumentOperation):
             every = {"$cond": [test, every, False]}
         each = {"$map": {"input": "$$wv", "as": "element", "in": every}}
         taken = {"$cond": [{"$isArray": "$$wv"}, {"$allElementsTrue": [each]}, False]}
-        return {name: ServerUnmade({"$cond": [taken, {"ok": True, "v": as_map(p, "$$wv")}, {"ok": False, "v": None}]})}
+        return {name: ServerUnmade({"$cond": [taken, {"ok": True, "v": as_map(p, "$$wv")}, NOT_OK]})}
 
     def indexes(self, step: Step) -> list[tuple[str, dict[str, int]]]:
         return [(step.collection, dict(step.params["index"]))] if step.params.get("index") else []

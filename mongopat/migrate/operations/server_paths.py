@@ -132,10 +132,10 @@ def place_of(parts: list[str], depth: int = 0) -> Expression:
     return {"$let": {"vars": {f"o{depth}": "$$wv"}, "in": {"$cond": [{"$eq": [{"$type": here}, "object"]}, found, -1]}}}
 
 
-def put_at(pairs: Expression, key: str, value: Expression) -> Expression:
-    """The pairs ``pairs`` with ``{k: key, v: value}`` put at place ``$$at`` (at most their number)."""
-    before = {"$cond": [{"$eq": ["$$at", 0]}, [], {"$slice": [pairs, "$$at"]}]}
-    after = {"$slice": [pairs, "$$at", {"$add": [{"$size": pairs}, 1]}]}
+def put_at(pairs: Expression, key: Expression, value: Expression, place: Expression = "$$at") -> Expression:
+    """The pairs ``pairs`` with ``{k: key, v: value}`` put at ``place`` (at most their number)."""
+    before = {"$cond": [{"$eq": [place, 0]}, [], {"$slice": [pairs, place]}]}
+    after = {"$slice": [pairs, place, {"$add": [{"$size": pairs}, 1]}]}
     return {"$concatArrays": [before, [{"k": key, "v": value}], after]}
 
 

@@ -67,6 +67,7 @@ from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.operations.base import ORIGINAL, ServerUnmade
+from mongopat.migrate.operations.server_paths import NOT_OK, put_at
 from mongopat.migrate.server.command_lists import fitting, id_bytes
 
 if TYPE_CHECKING:
@@ -162,11 +163,11 @@ def _pair_value(element: Any) -> dict[str, Any]:
     found = {
         "$let": {
             "vars": {"vv": held},
-            "in": {"$cond": [{"$gt": [{"$size": "$$vv"}, 0]}, {"ok": True, "v": first}, {"ok": False, "v": None}]},
+            "in": {"$cond": [{"$gt": [{"$size": "$$vv"}, 0]}, {"ok": True, "v": first}, NOT_OK]},
         }
     }
     return {"$let": {"vars": {"el": element}, "in": {"$cond": [
-        {"$eq": [{"$type": "$$el"}, "object"]}, found, {"ok": False, "v": None}]}}}  # fmt: skip
+        {"$eq": [{"$type": "$$el"}, "object"]}, found, NOT_OK]}}}  # fmt: skip
 
 
 def _pair_holds(pair: Any, value: Any) -> dict[str, Any]:
@@ -179,7 +180,7 @@ def _unmade_of(unmade: dict[str, ServerUnmade], name: Any, value: Any, at: Any, 
     place ``at`` and ``held``, ``{v}`` holding the original's value where there is one, by the step's
     ``server_unmade`` for that field (not ``ok`` for a field it has none for)."""
     branches = [{"case": {"$eq": [name, field]}, "then": how.made} for field, how in unmade.items()]
-    made = {"$switch": {"branches": branches, "default": {"ok": False, "v": None}}}
+    made = {"$switch": {"branches": branches, "default": NOT_OK}}
     return {"$let": {"vars": {"wv": value, "at": at, "held": held}, "in": made}}
 
 
@@ -378,9 +379,7 @@ def restore_stages(stages: list[dict[str, Any]], mark: str, unmade: dict[str, Se
     kept = {"$filter": {"input": "$$root", "as": "f", "cond": {"$not": [{"$in": ["$$f.k", replaced]}]}}}
     # Each field of the original put back at its place, in the original's order: the fields before it are
     # all there by then.
-    before = {"$cond": [{"$eq": ["$$this.i", 0]}, [], {"$slice": ["$$value", "$$this.i"]}]}
-    after = {"$slice": ["$$value", "$$this.i", {"$add": [{"$size": "$$value"}, 1]}]}
-    put = {"$concatArrays": [before, [{"k": "$$this.k", "v": "$$this.rv.v"}], after]}
+    put = put_at("$$value", "$$this.k", "$$this.rv.v", "$$this.i")
     rebuilt = {"$arrayToObject": {"$reduce": {"input": "$$q.p", "initialValue": kept, "in": put}}}
     # Every value the patch names still where it named it (else the application moved it: left alone).
     resolved = {"$allElementsTrue": [{"$map": {"input": "$$q.p", "as": "t", "in": "$$t.rv.ok"}}]}
@@ -415,12 +414,12 @@ def _resolved(entry: str, pairs: Any, unmade: dict[str, ServerUnmade]) -> dict[s
     in_pair = {"$gte": [{"$ifNull": [f"{entry}.e", -1]}, 0]}
     whole = {"$let": {"vars": {"w": {"$arrayElemAt": [pairs, "$$j"]}}, "in": "$$w.v"}}
     held = {"$let": {"vars": {"wv": whole}, "in": {"$cond": [in_pair, element, {"ok": True, "v": "$$wv"}]}}}
-    found = {"$cond": [{"$lt": ["$$j", 0]}, {"ok": False, "v": None}, held]}
+    found = {"$cond": [{"$lt": ["$$j", 0]}, NOT_OK, held]}
     named = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.r"]}}, "in": found}}
     field_value = {"$arrayElemAt": [pairs, "$$j"]}
     made = _unmade_of(unmade, f"{entry}.k", "$$w.v", f"{entry}.u", {"v": f"{entry}.w"})
     own = {"$let": {"vars": {"w": field_value}, "in": made}}
-    in_place = {"$cond": [{"$lt": ["$$j", 0]}, {"ok": False, "v": None}, own]}
+    in_place = {"$cond": [{"$lt": ["$$j", 0]}, NOT_OK, own]}
     rewritten = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.k"]}}, "in": in_place}}
     given: Any = {"ok": True, "v": f"{entry}.v"}
     if unmade:
