@@ -16,7 +16,7 @@ from mongopat.migrate.operations.base import (
     StepType,
     top_level,
 )
-from mongopat.migrate.operations.server_paths import NOT_OK, plain, set_stages, value_at
+from mongopat.migrate.operations.server_paths import NOT_OK, keys_of, plain, set_stages, value_at
 from mongopat.migrate.transform_api import Context, Document, Result, copy_document, get_path, heads, set_path
 
 if TYPE_CHECKING:
@@ -60,8 +60,7 @@ class Operation(DocumentOperation):
             {"$eq": [{"$indexOfBytes": [key, "\u0000"]}, -1]},
         ]
         if p["layout"] == "pair":
-            names = {"$map": {"input": {"$objectToArray": "$$element"}, "as": "f", "in": "$$f.k"}}
-            element.append({"$in": [p["value_field"], names]})
+            element.append({"$in": [p["value_field"], keys_of({"$objectToArray": "$$element"})]})
         # Each test only where the ones before hold ($cond, lazy on every server): no $objectToArray of what
         # is not a document.
         every: Any = True
@@ -156,7 +155,7 @@ class Operation(DocumentOperation):
         if p["layout"] == "pair":
             return None
         key_field = p["key_field"]
-        names = {"$map": {"input": {"$objectToArray": "$$this.v"}, "as": "f", "in": "$$f.k"}}
+        names = keys_of({"$objectToArray": "$$this.v"})
         if p["key_in_value"]:
             refused: Any = {
                 "$or": [{"$not": [{"$in": [key_field, names]}]}, {"$ne": [f"$$this.v.{key_field}", "$$this.k"]}]

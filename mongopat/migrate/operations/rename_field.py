@@ -8,7 +8,16 @@ from mongopat.guide.placeholders import param
 from mongopat.guide.reads import ReadPlan, Stage, rename_in_match
 from mongopat.guide.writes import WritePlan, changed, command
 from mongopat.migrate.operations.base import STR, DocumentOperation, Param, ServerUnmade, Step, StepType
-from mongopat.migrate.operations.server_paths import NOT_OK, holds, move_stages, place_of, plain, put_at, within
+from mongopat.migrate.operations.server_paths import (
+    NOT_OK,
+    holds,
+    keys_of,
+    move_stages,
+    place_of,
+    plain,
+    put_at,
+    within,
+)
 from mongopat.migrate.transform_api import (
     Context,
     Document,
@@ -148,7 +157,7 @@ def _renamed_back(old: str, new: str) -> dict[str, Any]:
     """``{ok, v}``: the sub-document ``$$wv`` with its key ``new`` named ``old`` again, at place ``$$at``
     among the others; not ``ok`` where it is no document, lacks ``new``, holds ``old`` or has fewer than
     ``$$at`` other keys."""
-    names = {"$map": {"input": "$$p", "as": "f", "in": "$$f.k"}}
+    names = keys_of("$$p")
     rest = {"$filter": {"input": "$$p", "as": "f", "cond": {"$ne": ["$$f.k", new]}}}
     moved = {"$let": {"vars": {"e": {"$arrayElemAt": ["$$p", "$$j"]}}, "in": "$$e.v"}}
     made = {"ok": True, "v": {"$arrayToObject": put_at("$$r", old, moved)}}

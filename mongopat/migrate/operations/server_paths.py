@@ -120,13 +120,18 @@ def within(parts: list[str], inner: Expression, depth: int = 0) -> Expression:
     return {"$let": {"vars": {f"w{depth}": "$$wv"}, "in": on_document}}
 
 
+def keys_of(pairs: Expression) -> Expression:
+    """The ``k`` of each element of ``pairs`` (``$map``: each element's own value, never a path through the
+    array)."""
+    return {"$map": {"input": pairs, "as": "e", "in": "$$e.k"}}
+
+
 def place_of(parts: list[str], depth: int = 0) -> Expression:
     """The place of the key ``parts[-1]`` among its neighbours in the sub-document of ``$$wv`` at
     ``parts[:-1]``; -1 where that is no document or lacks it."""
     here = f"$$o{depth}"
     if len(parts) == 1:
-        names = {"$map": {"input": {"$objectToArray": here}, "as": "f", "in": "$$f.k"}}
-        found: Expression = {"$indexOfArray": [names, parts[0]]}
+        found: Expression = {"$indexOfArray": [keys_of({"$objectToArray": here}), parts[0]]}
     else:
         found = {"$let": {"vars": {"wv": f"{here}.{parts[0]}"}, "in": place_of(parts[1:], depth + 1)}}
     return {"$let": {"vars": {f"o{depth}": "$$wv"}, "in": {"$cond": [{"$eq": [{"$type": here}, "object"]}, found, -1]}}}

@@ -67,7 +67,7 @@ from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.operations.base import ORIGINAL, ServerUnmade
-from mongopat.migrate.operations.server_paths import NOT_OK, put_at
+from mongopat.migrate.operations.server_paths import NOT_OK, keys_of, put_at
 from mongopat.migrate.server.command_lists import fitting, id_bytes
 
 if TYPE_CHECKING:
@@ -213,12 +213,6 @@ def _places_only(entry: str) -> dict[str, Any]:
     return {"$and": [_has_place(entry), {"$eq": [{"$ifNull": [f"{entry}.w", None]}, None]}]}
 
 
-def _names(pairs: Any) -> dict[str, Any]:
-    """The ``k`` of each element of ``pairs`` (``$map``: each element's own value, never a path through the
-    array)."""
-    return {"$map": {"input": pairs, "as": "e", "in": "$$e.k"}}
-
-
 def patches(name: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
     """The stages giving, for each backup (in ``_id`` order), its document's ``_id`` (``i``) and, where the
     document is still ``after`` (left alone since ``up``), what the original holds that ``after`` does not
@@ -233,7 +227,7 @@ def patches(name: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
     rest, and the update's check that the step makes the document again of the rebuilt original covers
     it."""
     original, after = {"$objectToArray": "$original"}, {"$objectToArray": "$after"}
-    at = {"$indexOfArray": [_names("$$a"), "$$f.k"]}
+    at = {"$indexOfArray": [keys_of("$$a"), "$$f.k"]}
     value = {"$let": {"vars": {"e": {"$arrayElemAt": ["$$a", "$$j"]}}, "in": "$$e.v"}}
     kept = {"$and": [{"$gte": ["$$j", 0]}, _same("$$f.v", value)]}
     field = {"$arrayElemAt": ["$$o", "$$n"]}
@@ -291,7 +285,7 @@ def patches(name: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
                     "in": {
                         "$cond": [
                             {"$gt": [{"$size": "$$h"}, 0]},
-                            {"i": "$$n", "k": "$$f.k", "r": {"$arrayElemAt": [_names("$$h"), 0]}},
+                            {"i": "$$n", "k": "$$f.k", "r": {"$arrayElemAt": [keys_of("$$h"), 0]}},
                             in_element,
                         ]
                     },
@@ -299,12 +293,12 @@ def patches(name: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
             },
         }
     }
-    added = {"$filter": {"input": "$$a", "as": "f", "cond": {"$not": [{"$in": ["$$f.k", _names("$$o")]}]}}}
+    added = {"$filter": {"input": "$$a", "as": "f", "cond": {"$not": [{"$in": ["$$f.k", keys_of("$$o")]}]}}}
     patch = {
         "$let": {
             "vars": {"o": original, "a": after},
             "in": {"$let": {"vars": {"x": added}, "in": {
-                "d": _names("$$x"), "p": {"$map": {"input": changed, "as": "n", "in": entry}}}}},
+                "d": keys_of("$$x"), "p": {"$map": {"input": changed, "as": "n", "in": entry}}}}},
         }
     }  # fmt: skip
     now = {"$arrayElemAt": ["$now", 0]}
@@ -375,7 +369,7 @@ def restore_stages(stages: list[dict[str, Any]], mark: str, unmade: dict[str, Se
     at = {"$indexOfArray": [f"$${IDS}", "$_id"]}
     group = {"$size": {"$filter": {"input": f"$${ENDS}", "as": "e", "cond": {"$lte": ["$$e", at]}}}}
     patch = {"$arrayElemAt": [f"$${PATCHES}", group]}
-    replaced = {"$concatArrays": ["$$q.d", _names("$$q.p")]}
+    replaced = {"$concatArrays": ["$$q.d", keys_of("$$q.p")]}
     kept = {"$filter": {"input": "$$root", "as": "f", "cond": {"$not": [{"$in": ["$$f.k", replaced]}]}}}
     # Each field of the original put back at its place, in the original's order: the fields before it are
     # all there by then.
@@ -415,12 +409,12 @@ def _resolved(entry: str, pairs: Any, unmade: dict[str, ServerUnmade]) -> dict[s
     whole = {"$let": {"vars": {"w": {"$arrayElemAt": [pairs, "$$j"]}}, "in": "$$w.v"}}
     held = {"$let": {"vars": {"wv": whole}, "in": {"$cond": [in_pair, element, {"ok": True, "v": "$$wv"}]}}}
     found = {"$cond": [{"$lt": ["$$j", 0]}, NOT_OK, held]}
-    named = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.r"]}}, "in": found}}
+    named = {"$let": {"vars": {"j": {"$indexOfArray": [keys_of(pairs), f"{entry}.r"]}}, "in": found}}
     field_value = {"$arrayElemAt": [pairs, "$$j"]}
     made = _unmade_of(unmade, f"{entry}.k", "$$w.v", f"{entry}.u", {"v": f"{entry}.w"})
     own = {"$let": {"vars": {"w": field_value}, "in": made}}
     in_place = {"$cond": [{"$lt": ["$$j", 0]}, NOT_OK, own]}
-    rewritten = {"$let": {"vars": {"j": {"$indexOfArray": [_names(pairs), f"{entry}.k"]}}, "in": in_place}}
+    rewritten = {"$let": {"vars": {"j": {"$indexOfArray": [keys_of(pairs), f"{entry}.k"]}}, "in": in_place}}
     given: Any = {"ok": True, "v": f"{entry}.v"}
     if unmade:
         given = {"$cond": [_has_place(entry), rewritten, given]}
