@@ -598,6 +598,19 @@ def nested_rooms(count: int) -> list[dict[str, Any]]:
             for i in range(count)]  # fmt: skip
 
 
+def coded(values: list[Any]) -> list[dict[str, Any]]:
+    """40 documents holding ``values`` in turn, as ``code`` and as ``rooms.a.old`` (second in ``rooms.a``)."""
+    return [{"_id": i, "floor": i % 3, "rooms": {"a": {"p": 1, "old": values[i % len(values)]}},
+             "code": values[i % len(values)]} for i in range(40)]  # fmt: skip
+
+
+# Values $eq takes for one another: shared only when their types are the same and they are no double or decimal.
+ONE = [1, 1.0, bson.Int64(1), "1", -0.0, 1, 1.0, bson.Int64(1), "1", 0.0]
+ONE_SENT = [1, 1.0, bson.Int64(1), "1", -0.0, 1.0, 0.0]
+WHEN = datetime.datetime(2026, 1, 2, 3, 4, 5, 6000)
+DECIMALS = [bson.Decimal128("1.0"), bson.Decimal128("1.00"), True, None, WHEN] * 2
+DECIMALS_SENT = [*DECIMALS[:2], True, None, WHEN, *DECIMALS[:2]]
+
 NAMED_PATCHES = {
     # a step, its documents, the patches each update sends (documents sharing one), their entries
     "pair": ({"field": "rooms", "layout": "pair"}, lambda: rooms(40, False), 1, [{"i": 2, "k": "rooms", "u": 0}]),
@@ -623,7 +636,18 @@ NAMED_PATCHES = {
         10,
         [{"i": 2, "k": "rooms", "u": int(i % 3 != 0), "w": i if i % 3 == 0 else [i]} for i in range(40)],
     ),  # fmt: skip
-}
+    # A value taken out that documents hold alike (a code): one patch holds it for all of them.
+    "unset alike": ({"step": "unset_field", "field": "code"}, lambda: coded(["V020"]), 1,
+                    [{"i": 3, "k": "code", "v": "V020"}]),
+    "unset nested alike": ({"step": "unset_field", "field": "rooms.a.old"}, lambda: coded(["1", "5", "9", "1", "5"]),
+                           3, [{"i": 2, "k": "rooms", "u": 1, "w": code} for code in ("1", "5", "9")]),
+    "unset numbers": ({"step": "unset_field", "field": "code"}, lambda: coded(ONE), 7,
+                      [{"i": 3, "k": "code", "v": value} for value in ONE_SENT]),
+    "unset nested numbers": ({"step": "unset_field", "field": "rooms.a.old"}, lambda: coded(ONE), 7,
+                             [{"i": 2, "k": "rooms", "u": 1, "w": value} for value in ONE_SENT]),
+    "unset decimals": ({"step": "unset_field", "field": "code"}, lambda: coded(DECIMALS), 7,
+                       [{"i": 3, "k": "code", "v": value} for value in DECIMALS_SENT]),
+}  # fmt: skip
 
 
 @pytest.mark.server_only("the server computes the transform")
@@ -789,6 +813,9 @@ def test_steps_make_again_only_the_top_level_fields_they_rewrite_in_place(spec, 
         ("unset_field_nested", {"$set": {"meta": 5}}),
         ("unset_field_nested", {"$set": {"meta.b": "app"}}),
         ("set_field_nested", {"$unset": "meta.seen"}),
+        # A value taken out that the documents held alike (one patch for all of them), written back.
+        ("unset_field", {"$set": {"legacy": 2}}),
+        ("unset_field", {"$set": {"legacy": bson.Int64(1)}}),
     ],
 )
 def test_a_value_a_patch_names_taken_away_between_its_read_and_the_restore_leaves_the_document_as_it_is(

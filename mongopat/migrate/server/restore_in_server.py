@@ -14,10 +14,10 @@ A backup the server made (``in_server_steps._settle``: original and ``after`` as
    needs to make it again of the field as ``up`` rewrote it (the operation's ``server_unmade``:
    map_to_array's map, a key renamed inside a sub-document, a nested key set or taken out), and the names
    of the fields ``up`` added. ``up``'s stages only set and unset fields, so every other field is
-   ``after``'s, in the original's order: only the patch travels, and a patch holding no value that one of
-   the previous eight documents has, not again
-   (``shared_patches``: documents a field was set, renamed or moved in alike are their ``_id``s and one
-   patch);
+   ``after``'s, in the original's order: only the patch travels, and a patch that one of the previous
+   eight documents has, not again, where its values are of types ``$eq`` tells apart as their bytes do
+   (``shared_patches``: documents a field was set, renamed or moved in alike, or that held one code or
+   flag ``up`` took out, are their ``_id``s and one patch);
 2. one update pipeline over those documents (their ``_id`` range, and ``$in`` the ``_id``s sent with the
    groups' patches as ``let`` variables; in the simple collation) rebuilds each original from the document
    and its group's patch, transforms it by the step's stages as ``up`` did, and compares that with the
@@ -107,7 +107,8 @@ def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
                 {"$limit": steps.options.batch_size},
                 *patches(run.step.collection, unmade),
                 *shared_patches(),
-            ]
+            ],
+            collation={"locale": "simple"},  # $eq tells strings apart by their bytes (shared_patches)
         )
         rows = list(found)  # raw BSON: each original's values as kept
         if not rows:
@@ -209,7 +210,7 @@ def _has_place(entry: str) -> dict[str, Any]:
 
 def _places_only(entry: str) -> dict[str, Any]:
     """Whether a patch's entry names its value by ``server_unmade`` with a place alone: no value of the
-    original (``w``), or null, which has one type (a patch holding another value is each document's own)."""
+    original (``w``), or null, which has one type."""
     return {"$and": [_has_place(entry), {"$eq": [{"$ifNull": [f"{entry}.w", None]}, None]}]}
 
 
@@ -309,22 +310,43 @@ def patches(name: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
     ]
 
 
+# The BSON types whose values ``$eq`` (in the simple collation) tells apart as their bytes do, once their types
+# are the same (an int 1 and a long 1 are one value to it): not double or decimal (0.0 and -0.0, 1.0 and 1.00
+# are equal), nor documents and arrays, which may hold them.
+EXACT_TYPES = ["string", "bool", "null", "objectId", "date", "int", "long"]
+
+
+def _shareable(entry: str) -> dict[str, Any]:
+    """Whether a patch's entry holds nothing ``$eq`` could take for another value: a value named (``r``), a
+    place with no value, or a value of :data:`EXACT_TYPES` (``v``, or ``w`` at a place)."""
+    held = {"$cond": [_has_place(entry), f"{entry}.w", f"{entry}.v"]}
+    named = {"$ne": [{"$ifNull": [f"{entry}.r", None]}, None]}
+    return {"$or": [named, _places_only(entry), {"$in": [{"$type": held}, EXACT_TYPES]}]}
+
+
+def _types(patch: str) -> dict[str, Any]:
+    """The BSON types of the values a patch's entries hold, entry by entry."""
+    return {"$map": {"input": {"$ifNull": [f"{patch}.p", []]}, "as": "e",
+                     "in": [{"$type": "$$e.v"}, {"$type": "$$e.w"}]}}  # fmt: skip
+
+
 def shared_patches() -> list[dict[str, Any]]:
-    """The stages leaving out a patch that holds no value (its fields named, see :func:`patches`) where one
-    of the ``BACK`` previous backups has it: the row says which (``s``, 1 when left out); so documents
-    sharing one (a field set, renamed or moved alike in each), even interleaved with documents of another
-    shape, travel as their ``_id``s and one patch. A patch holding values is each document's own: equal
-    values of two numeric types would be one value to ``$eq``."""
-    named = {"$map": {"input": {"$ifNull": ["$q.p", []]}, "as": "e",
-                      "in": {"$ifNull": ["$$e.r", _places_only("$$e")]}}}  # fmt: skip
-    valueless = {"$and": [{"$ne": ["$q", None]}, {"$allElementsTrue": [named]}]}
-    back = {"$switch": {"branches": [{"case": {"$eq": ["$q", f"$b{k}"]}, "then": k} for k in range(1, BACK + 1)],
-                        "default": 0}}  # fmt: skip
+    """The stages leaving out a patch where one of the ``BACK`` previous backups has the same one: the row
+    says which (``s``, 1 when left out); so documents sharing one (a field set, renamed or moved alike in
+    each, or a value taken out that many documents held, such as a code or a flag), even interleaved with
+    documents of another shape, travel as their ``_id``s and one patch. Only a patch whose every value is of
+    :data:`EXACT_TYPES` is shared, and only with a patch holding values of the same types: one holding a
+    double, a decimal, a document or an array is each document's own."""
+    shareable = {"$map": {"input": {"$ifNull": ["$q.p", []]}, "as": "e", "in": _shareable("$$e")}}
+    alike = {"$and": [{"$ne": ["$q", None]}, {"$allElementsTrue": [shareable]}]}
+    same = [{"$and": [{"$eq": ["$q", f"$b{k}"]}, {"$eq": ["$$t", _types(f"$b{k}")]}]} for k in range(1, BACK + 1)]
+    found = {"$switch": {"branches": [{"case": case, "then": k} for k, case in enumerate(same, 1)], "default": 0}}
+    back = {"$let": {"vars": {"t": _types("$q")}, "in": found}}
     shifts = {f"b{k}": {"$shift": {"output": "$q", "by": -k}} for k in range(1, BACK + 1)}
     return [
         # $shift: MongoDB 5.0.
         {"$setWindowFields": {"sortBy": {"i": 1}, "output": shifts}},
-        {"$set": {"s": {"$cond": [valueless, back, 0]}}},
+        {"$set": {"s": {"$cond": [alike, back, 0]}}},
         {"$project": {"i": 1, "q": {"$cond": [{"$gt": ["$s", 0]}, "$$REMOVE", "$q"]},
                       "s": {"$cond": [{"$gt": ["$s", 1]}, "$s", "$$REMOVE"]}}},
     ]  # fmt: skip
