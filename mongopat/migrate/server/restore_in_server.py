@@ -208,12 +208,6 @@ def _has_place(entry: str) -> dict[str, Any]:
     return {"$ne": [{"$ifNull": [f"{entry}.u", None]}, None]}
 
 
-def _places_only(entry: str) -> dict[str, Any]:
-    """Whether a patch's entry names its value by ``server_unmade`` with a place alone: no value of the
-    original (``w``), or null, which has one type."""
-    return {"$and": [_has_place(entry), {"$eq": [{"$ifNull": [f"{entry}.w", None]}, None]}]}
-
-
 def patches(name: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
     """The stages giving, for each backup (in ``_id`` order), its document's ``_id`` (``i``) and, where the
     document is still ``after`` (left alone since ``up``), what the original holds that ``after`` does not
@@ -316,18 +310,12 @@ def patches(name: str, unmade: dict[str, ServerUnmade]) -> list[dict[str, Any]]:
 EXACT_TYPES = ["string", "bool", "null", "objectId", "date", "int", "long"]
 
 
-def _shareable(entry: str) -> dict[str, Any]:
-    """Whether a patch's entry holds nothing ``$eq`` could take for another value: a value named (``r``), a
-    place with no value, or a value of :data:`EXACT_TYPES` (``v``, or ``w`` at a place)."""
-    held = {"$cond": [_has_place(entry), f"{entry}.w", f"{entry}.v"]}
-    named = {"$ne": [{"$ifNull": [f"{entry}.r", None]}, None]}
-    return {"$or": [named, _places_only(entry), {"$in": [{"$type": held}, EXACT_TYPES]}]}
-
-
 def _types(patch: str) -> dict[str, Any]:
-    """The BSON types of the values a patch's entries hold, entry by entry."""
-    return {"$map": {"input": {"$ifNull": [f"{patch}.p", []]}, "as": "e",
-                     "in": [{"$type": "$$e.v"}, {"$type": "$$e.w"}]}}  # fmt: skip
+    """The BSON types of the values each of a patch's entries holds: ``[v, w]`` (one of them at most is
+    there; an entry naming its value, by a field or a place, holds neither). One not there is ``"null"``:
+    ``$ifNull`` makes it null on both servers, where ``$type`` of it alone differs (conformance table)."""
+    each = [{"$type": {"$ifNull": [f"$$e.{name}", None]}} for name in ("v", "w")]
+    return {"$map": {"input": {"$ifNull": [f"{patch}.p", []]}, "as": "e", "in": each}}
 
 
 def shared_patches() -> list[dict[str, Any]]:
@@ -337,16 +325,16 @@ def shared_patches() -> list[dict[str, Any]]:
     documents of another shape, travel as their ``_id``s and one patch. Only a patch whose every value is of
     :data:`EXACT_TYPES` is shared, and only with a patch holding values of the same types: one holding a
     double, a decimal, a document or an array is each document's own."""
-    shareable = {"$map": {"input": {"$ifNull": ["$q.p", []]}, "as": "e", "in": _shareable("$$e")}}
-    alike = {"$and": [{"$ne": ["$q", None]}, {"$allElementsTrue": [shareable]}]}
+    exact = {"$map": {"input": "$$t", "as": "vw", "in": {"$setIsSubset": ["$$vw", EXACT_TYPES]}}}
+    alike = {"$and": [{"$ne": ["$q", None]}, {"$allElementsTrue": [exact]}]}
     same = [{"$and": [{"$eq": ["$q", f"$b{k}"]}, {"$eq": ["$$t", _types(f"$b{k}")]}]} for k in range(1, BACK + 1)]
     found = {"$switch": {"branches": [{"case": case, "then": k} for k, case in enumerate(same, 1)], "default": 0}}
-    back = {"$let": {"vars": {"t": _types("$q")}, "in": found}}
+    back = {"$let": {"vars": {"t": _types("$q")}, "in": {"$cond": [alike, found, 0]}}}
     shifts = {f"b{k}": {"$shift": {"output": "$q", "by": -k}} for k in range(1, BACK + 1)}
     return [
         # $shift: MongoDB 5.0.
         {"$setWindowFields": {"sortBy": {"i": 1}, "output": shifts}},
-        {"$set": {"s": {"$cond": [alike, back, 0]}}},
+        {"$set": {"s": back}},
         {"$project": {"i": 1, "q": {"$cond": [{"$gt": ["$s", 0]}, "$$REMOVE", "$q"]},
                       "s": {"$cond": [{"$gt": ["$s", 1]}, "$s", "$$REMOVE"]}}},
     ]  # fmt: skip
