@@ -24,7 +24,7 @@ from mongopat.migrate.context_sources import DatabaseDocuments
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
 from mongopat.migrate.script import load_folder, render
-from mongopat.migrate.server import restore_in_server, sharding, stretches, unset_in_server
+from mongopat.migrate.server import command_lists, restore_in_server, sharding, stretches, unset_in_server
 from mongopat.migrate.server.document_steps import DocumentSteps
 from mongopat.migrate.server.in_server_steps import InServerSteps, server_pending
 from mongopat.migrate.server.runner import Runner
@@ -548,6 +548,30 @@ GROUPS = [
 def test_rows_naming_a_patch_before_them_join_its_group(monkeypatch, rows, group_ids, expected):
     monkeypatch.setattr(restore_in_server, "GROUP_IDS", group_ids)
     assert restore_in_server._groups(rows) == expected
+
+
+PACKED = [
+    # (rows of a reply: _id and the fields a run keeps, the bytes of _ids a run holds at most, runs' lengths)
+    ([{"i": n} for n in range(6)], 4 * 2**20, [6]),
+    ([{"i": 1, "q": "A"}, {"i": 2}, {"i": 3, "q": None}, {"i": 4}, {"i": 5, "s": 2}, {"i": 6}], 4 * 2**20, [2, 2, 2]),
+    ([{"i": 1, "q": "A"}, {"i": 2, "q": "B"}, {"i": 3, "s": 2}], 4 * 2**20, [1, 1, 1]),
+    # {i: <ObjectId>} is 20 bytes: a run of 2 at most, cut again where a row begins one
+    ([{"i": bson.ObjectId(), **({"q": "A"} if n == 3 else {})} for n in range(7)], 40, [1, 2, 2, 2]),
+    ([{"i": f"{n:03}", "q": {"v": n, "w": [n]}} for n in range(3)], 4 * 2**20, [1, 1, 1]),
+]
+
+
+@pytest.mark.server_only("$setWindowFields: the test double runs none")
+@pytest.mark.parametrize(("rows", "limit", "runs"), PACKED)
+def test_rows_packed_into_runs_come_back_as_they_were(mongo, rows, limit, runs):
+    """A reply's rows packed into runs (their _ids in one array, the first row's fields kept) are the same
+    rows, in their order, once unpacked; a run ends where a row begins one and after ``limit`` bytes."""
+    mongo.db.rows.insert_many([{"_id": n, **row} for n, row in enumerate(rows)])
+    starts = restore_in_server.OWN_OR_NAMED
+    stages = [{"$project": {"_id": 0}}, *command_lists.packed_rows("i", starts, {"q": "$q", "s": "$s"}, limit)]
+    packed = list(mongo.db.rows.aggregate(stages))
+    assert [len(run["i"]) if isinstance(run["i"], list) else 1 for run in packed] == runs
+    assert command_lists.unpacked(packed) == rows
 
 
 @pytest.mark.server_only("the server computes the transform")
@@ -1972,3 +1996,16 @@ def test_a_run_over_stretches_killed_anywhere_resumes_to_the_same_bytes(
 def test_the_ids_an_update_of_a_down_inside_the_server_names_are_cut_to_fit(monkeypatch, ids, limit, lists):
     monkeypatch.setattr(unset_in_server, "ID_BYTES", limit)
     assert unset_in_server._fitting(ids) == lists
+
+
+@pytest.mark.parametrize(
+    ("outputs", "in_server"), [(["total", "n"], True), (["paid.total"], False), (["$total"], False), ([""], False)]
+)
+def test_pre_aggregation_outputs_whose_names_are_no_plain_keys_are_computed_on_the_client_side(outputs, in_server):
+    """A key's aggregates travel as their values and get their names back by ``$arrayToObject``: an output
+    named with a dot or a leading ``$`` (no key of an object the stages make) leaves the step to the client
+    side."""
+    compute = {name: {"sum": "amount"} for name in outputs}
+    spec = {"step": "pre_aggregation", "from": "payments", "local": "_id", "foreign": "orderId", "into": "paid"}
+    step = build_step({"collection": "items", **spec, "compute": compute})
+    assert (OPERATIONS["pre_aggregation"].server_stages(step) is not None) is in_server

@@ -232,11 +232,15 @@ class Operation(AddsFields):
         pipeline = [{"$match": typed}, {"$project": without_overlaps(dict.fromkeys([p["foreign"], *p["fields"]], 1))}]
         lookup = {"from": p["from"], "localField": "_id", "foreignField": p["foreign"], "pipeline": pipeline}
         equal = {"$filter": {"input": "$__found", "cond": {"$eq": [f"$$this.{p['foreign']}", "$_id"]}}}
-        return [
+        stages: list[dict[str, Any]] = [
             {"$lookup": {**lookup, "as": "__found"}},
             {"$project": {"_id": 1, "d": {"$arrayElemAt": [equal, -1]}}},
             {"$match": {"d": {"$exists": True}}},
         ]
+        foreign = p["foreign"]
+        if "." not in foreign and not any(name.split(".")[0] == foreign for name in p["fields"]):
+            stages.append({"$unset": f"d.{foreign}"})  # the key itself, read to compare: it travels as _id
+        return stages
 
     def server_range_values(self, step: Step, groups: list[Document], source: ContextSource) -> RangeValues:
         """The range's references that find a document (``groups``: each with it, ``d``), each with the

@@ -254,13 +254,19 @@ class Operation(AddsFields):
 
     def server_stages(self, step: Step) -> list[dict[str, Any]] | None:
         p = step.params
-        if not plain(p["local"], p["into"]) or not server_computes_alike(p["compute"]):
+        # An output's name is a key of the object the stages make ($arrayToObject; a literal in the settling).
+        names_taken = all(plain(name) and "." not in name for name in p["compute"])
+        if not plain(p["local"], p["into"]) or not names_taken or not server_computes_alike(p["compute"]):
             return None
         # A nested key is read as get_path reads it (never through an array), the aggregates set as
         # set_path sets them.
         found = {"$indexOfArray": [f"$${KEYS}", value_at(p["local"])]}
         empty = {"$literal": empty_aggregates(p["compute"])}
-        stored = {"$cond": [{"$gte": ["$$at", 0]}, {"$arrayElemAt": [f"$${AGGREGATES}", "$$at"]}, empty]}
+        # A key's aggregates travel as their values alone, in compute's order: the names are put back here.
+        names = {"$literal": list(p["compute"])}
+        values = {"$arrayElemAt": [f"$${AGGREGATES}", "$$at"]}
+        made = {"$arrayToObject": {"$zip": {"inputs": [names, values]}}}
+        stored = {"$cond": [{"$gte": ["$$at", 0]}, made, empty]}
         return set_stages(p["into"], {"$let": {"vars": {"at": found}, "in": stored}})
 
     def server_settle_stages(self, step: Step) -> list[dict[str, Any]] | None:
@@ -283,12 +289,13 @@ class Operation(AddsFields):
 
     def server_range_stages(self, step: Step) -> list[dict[str, Any]]:
         """Each key's aggregates computed by the server from its related documents, as the backup's
-        aggregation computes them: only the keys that have some, and their aggregates, travel (the others
-        get the empty aggregates in the rewrite)."""
+        aggregation computes them: only the keys that have some, and their aggregates' values (``a``, in
+        compute's order), travel (the others get the empty aggregates in the rewrite)."""
+        outputs = server_aggregates(step.params["compute"], f"${_RELATED}")
         return [
             self._related(step, "_id"),
             {"$match": {_RELATED: {"$ne": []}}},
-            {"$project": {"_id": 1, "a": server_aggregates(step.params["compute"], f"${_RELATED}")}},
+            {"$project": {"_id": 1, "a": list(outputs.values())}},
         ]
 
     def server_range_values(self, step: Step, groups: list[Document], source: ContextSource) -> RangeValues:

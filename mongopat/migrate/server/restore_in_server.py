@@ -17,7 +17,8 @@ A backup the server made (``in_server_steps._settle``: original and ``after`` as
    ``after``'s, in the original's order: only the patch travels, and a patch that one of the previous
    eight documents has, not again, where its values are of types ``$eq`` tells apart as their bytes do
    (``shared_patches``: documents a field was set, renamed or moved in alike, or that held one code or
-   flag ``up`` took out, are their ``_id``s and one patch);
+   flag ``up`` took out, are their ``_id``s and one patch); the rows come back packed, each run of rows
+   sharing the patch before them as one array of ``_id``s (``command_lists.packed_rows``);
 2. one update pipeline over those documents (their ``_id`` range, and ``$in`` the ``_id``s sent with the
    groups' patches as ``let`` variables; in the simple collation) rebuilds each original from the document
    and its group's patch, transforms it by the step's stages as ``up`` did, and compares that with the
@@ -34,7 +35,8 @@ A backup the server made (``in_server_steps._settle``: original and ``after`` as
 5. one delete of the range's other backups. Those of step 3 go to the client side's ``down``, which gives a
    changed document the step's inverse and leaves a deleted one deleted.
 
-So what travels is each document's ``_id`` twice (the reply and the update) and the part of it the step
+So what travels is each document's ``_id`` twice (the reply and the update, an element of an array in
+both: about 17 bytes an ObjectId each way) and the part of it the step
 changed, twice, where that holds values (a value ``up`` rewrote and the document no longer holds:
 approximation's exact value, a nested key's value ``up`` replaced or took out); the
 client side's ``down`` moves the original, what ``up`` made of it and the document as it is, and writes it
@@ -68,7 +70,7 @@ from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.operations import OPERATIONS
 from mongopat.migrate.operations.base import ORIGINAL, ServerUnmade
 from mongopat.migrate.operations.server_paths import NOT_OK, keys_of, put_at
-from mongopat.migrate.server.command_lists import fitting, id_bytes
+from mongopat.migrate.server.command_lists import fitting, id_bytes, packed_rows, unpacked
 
 if TYPE_CHECKING:
     from mongopat.migrate.server.in_server_steps import InServerSteps
@@ -83,6 +85,10 @@ IDS, ENDS, PATCHES = "ids", "ends", "patches"
 GROUP_IDS = 65536
 # How many backups back a row may find the patch it shares.
 BACK = 8
+# A row (shared_patches) that begins a run of packed rows: one with a patch of its own (``q``, null for a
+# document changed or deleted) or naming the one it shares (``s``); the rows after it share the previous
+# row's. ``$type`` of a document's missing field is "missing" on every server.
+OWN_OR_NAMED = {"$or": [{"$ne": [{"$type": f"${name}"}, "missing"]} for name in ("q", "s")]}
 
 
 def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
@@ -107,10 +113,11 @@ def restore_in_server(steps: InServerSteps, run: StepRun) -> int:
                 {"$limit": steps.options.batch_size},
                 *patches(run.step.collection, unmade),
                 *shared_patches(),
+                *packed_rows("i", OWN_OR_NAMED, {"q": "$q", "s": "$s"}),
             ],
             collation={"locale": "simple"},  # $eq tells strings apart by their bytes (shared_patches)
         )
-        rows = list(found)  # raw BSON: each original's values as kept
+        rows = unpacked(found)  # raw BSON: each original's values as kept
         if not rows:
             return done
         first, last = rows[0]["i"], rows[-1]["i"]
@@ -325,16 +332,17 @@ def shared_patches() -> list[dict[str, Any]]:
     documents of another shape, travel as their ``_id``s and one patch. Only a patch whose every value is of
     :data:`EXACT_TYPES` is shared, and only with a patch holding values of the same types: one holding a
     double, a decimal, a document or an array is each document's own."""
-    exact = {"$map": {"input": "$$t", "as": "vw", "in": {"$setIsSubset": ["$$vw", EXACT_TYPES]}}}
+    exact = {"$map": {"input": "$t", "as": "vw", "in": {"$setIsSubset": ["$$vw", EXACT_TYPES]}}}
     alike = {"$and": [{"$ne": ["$q", None]}, {"$allElementsTrue": [exact]}]}
-    same = [{"$and": [{"$eq": ["$q", f"$b{k}"]}, {"$eq": ["$$t", _types(f"$b{k}")]}]} for k in range(1, BACK + 1)]
-    found = {"$switch": {"branches": [{"case": case, "then": k} for k, case in enumerate(same, 1)], "default": 0}}
-    back = {"$let": {"vars": {"t": _types("$q")}, "in": {"$cond": [alike, found, 0]}}}
-    shifts = {f"b{k}": {"$shift": {"output": "$q", "by": -k}} for k in range(1, BACK + 1)}
+    # A patch beside its values' types: $eq of two such takes an int 1 and a long 1 apart, as $eq alone does not.
+    typed = {"q": "$q", "t": "$t"}
+    same = [{"case": {"$eq": [typed, f"$b{k}"]}, "then": k} for k in range(1, BACK + 1)]
+    shifts = {f"b{k}": {"$shift": {"output": typed, "by": -k}} for k in range(1, BACK + 1)}
     return [
+        {"$set": {"t": _types("$q")}},
         # $shift: MongoDB 5.0.
         {"$setWindowFields": {"sortBy": {"i": 1}, "output": shifts}},
-        {"$set": {"s": back}},
+        {"$set": {"s": {"$cond": [alike, {"$switch": {"branches": same, "default": 0}}, 0]}}},
         {"$project": {"i": 1, "q": {"$cond": [{"$gt": ["$s", 0]}, "$$REMOVE", "$q"]},
                       "s": {"$cond": [{"$gt": ["$s", 1]}, "$s", "$$REMOVE"]}}},
     ]  # fmt: skip

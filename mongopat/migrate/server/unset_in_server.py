@@ -13,14 +13,14 @@ give what the client side's ``down`` writes either way:
 - deleted: nothing.
 
 Ranges of backups in ``_id`` order, each: one aggregation returns the document ``_id``s (nothing else
-travels), one update pipeline applies the stages to those documents, in the simple collation (``$unset``
-and ``$set`` in a pipeline: MongoDB 4.2; ``$setField``, with which ``after`` loses the fields: 5.0;
-``$bsonSize``: 4.4), one delete takes the range's backups out. Each document's update is atomic on every
-server, so an application writing meanwhile loses nothing, and no ``$merge`` writes the application's
-collection. A run stopped anywhere takes the same range again: its documents already lack the fields, and
-the update leaves them as they are. Backups not taken here (made on the client side, or whose original
-had one of the fields) go to ``restore_in_server.py`` and the client side's ``down``
-(``DocumentSteps.revert``).
+travels; packed into arrays, ``command_lists.packed_rows``), one update pipeline applies the stages to
+those documents, in the simple collation (``$unset`` and ``$set`` in a pipeline: MongoDB 4.2;
+``$setField``, with which ``after`` loses the fields: 5.0; ``$bsonSize``: 4.4), one delete takes the
+range's backups out. Each document's update is atomic on every server, so an application writing
+meanwhile loses nothing, and no ``$merge`` writes the application's collection. A run stopped anywhere
+takes the same range again: its documents already lack the fields, and the update leaves them as they
+are. Backups not taken here (made on the client side, or whose original had one of the fields) go to
+``restore_in_server.py`` and the client side's ``down`` (``DocumentSteps.revert``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from bson import MaxKey, MinKey
 from mongopat.migrate.bookkeeping import BACKUP
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.operations import OPERATIONS
-from mongopat.migrate.server.command_lists import fitting, id_bytes
+from mongopat.migrate.server.command_lists import fitting, id_bytes, packed_rows, unpacked
 
 if TYPE_CHECKING:
     from mongopat.migrate.server.in_server_steps import InServerSteps
@@ -60,10 +60,11 @@ def unset_in_server(steps: InServerSteps, run: StepRun) -> int:
                 {"$match": ranged},
                 {"$sort": {"_id": 1}},
                 {"$limit": steps.options.batch_size},
-                {"$project": {"_id": 0, "id": "$_id.id"}},
+                {"$project": {"_id": 0, "i": "$_id.id"}},
+                *packed_rows("i", False),
             ]
         )
-        ids = [backup["id"] for backup in found]
+        ids = [row["i"] for row in unpacked(found)]
         if not ids:
             return done
         for some in _fitting(ids):
