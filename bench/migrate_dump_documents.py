@@ -79,7 +79,6 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="+", choices=["orders", "weather"], default=["orders", "weather"])
     parser.add_argument("--steps", nargs="+", default=list(CHOSEN), help="step names of migrate_bytes.STEPS, or all")
     args = parser.parse_args()
-    chosen = list(STEPS["orders"]) if args.steps == ["all"] else args.steps
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed package runs
     work = Path(tempfile.mkdtemp(prefix="mongopat-bench-"))
     try:
@@ -87,6 +86,7 @@ def main() -> None:
             documents = (orders if corpus == "orders" else weather)(args.documents)
             pristine = prepare(work, corpus, documents)
             size = (pristine / "items.json").stat().st_size
+            chosen = list(STEPS[corpus]) if args.steps == ["all"] else args.steps  # each corpus has its own
             run_step(pristine, work, "set_field", STEPS[corpus]["set_field"])  # warm-up: the bytecode cache
             bases: list[float] = []
             ways = {"": (), " --workers 1": ("--workers", "1")}

@@ -88,6 +88,20 @@ class Expression:
         return _compiled(strip_prefix(self.body, self.array_prefix() or ""))
 
     @functools.cached_property
+    def element_sum(self) -> Callable[[list[Any]], float | None] | None:
+        """``sum`` over an array whose elements' body is two of their fields combined (``price * qty``),
+        as one loop (:func:`_summed_pairs`); None for any other expression."""
+        body = strip_prefix(self.body, self.array_prefix() or "")
+        if self.function != "sum" or self.array_prefix() is None or type(body) is not BinaryOp:
+            return None
+        double = _DOUBLE_OPERATIONS.get(body.op)
+        if double is None or type(body.left) is not Path or type(body.right) is not Path:
+            return None
+        if "." in body.left.path + body.right.path:
+            return None
+        return _summed_pairs(body.left.path, body.right.path, double)
+
+    @functools.cached_property
     def _array_prefix(self) -> str | None:
         # Once per expression (parse shares one per text): a migration evaluates it for every document.
         paths = self.paths()
@@ -374,6 +388,9 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
             return len(elements)
         return int(expression.program(document) is not None)
     if isinstance(elements, list):
+        summed = expression.element_sum
+        if summed is not None and (total := summed(elements)) is not None:  # the usual arrays, in one loop
+            return total
         program = expression.element_program
         values = [
             value for element in elements if isinstance(element, dict) and (value := program(element)) is not None
@@ -387,8 +404,14 @@ def evaluate(expression: Expression, document: dict[str, Any]) -> Any:
 def fold(function: str, values: list[Value]) -> Any:
     """``$sum``, ``$avg``, ``$min`` or ``$max`` of the numbers ``values``, typed as MongoDB types them (NaN,
     which :func:`evaluate` never folds, is the smallest number for ``$min`` and ``$max``)."""
-    if function == "sum" and values and set(map(type, values)) == {float}:  # the usual case: doubles
-        return _sum_of_doubles(cast(list[float], values))
+    if function == "sum" and values:  # the usual cases, told apart by the types at once: doubles, or int32s
+        kinds = set(map(type, values))
+        if kinds == {float}:
+            return _sum_of_doubles(cast(list[float], values))
+        if kinds == {int}:  # no long among them (a long is an Int64), nor a decimal
+            total = sum(cast(list[int], values))
+            if -_INT64 <= total < _INT64:
+                return _integer(total, False)
     if function in ("min", "max"):
         if not values:
             return None
@@ -440,6 +463,42 @@ def _sum_of_doubles(doubles: list[float]) -> float:
         total = s
         carried += x
     return plain if math.isnan(total) else total
+
+
+def _summed_pairs(
+    first: str, second: str, double: Callable[[float, float], float]
+) -> Callable[[list[Any]], float | None]:
+    """What :func:`evaluate` gives for ``sum`` of ``first op second`` over an array's elements, when every
+    element is a document whose two fields are two doubles, or a double and an int, with a finite result:
+    the elements' values and :func:`_sum_of_doubles` of them in one loop, without a call per element but
+    ``double``'s. None (the general path decides) for anything else: an empty array, an element without
+    the fields, ints, longs, decimals, a NaN or an overflow."""
+
+    def summed(elements: list[Any]) -> float | None:
+        total = carried = plain = 0.0
+        for element in elements:
+            if type(element) is not dict:
+                return None
+            a, b = element.get(first), element.get(second)
+            kind_a, kind_b = type(a), type(b)
+            if not ((kind_a is float and (kind_b is float or kind_b is int)) or (kind_a is int and kind_b is float)):
+                return None
+            x = double(float(a), float(b))  # type: ignore[arg-type]
+            if x - x != 0.0:  # NaN or infinite: the general path's rules
+                return None
+            plain += x  # the rest is _sum_of_doubles' loop, inlined
+            s = x + carried
+            x, carried = s, carried - (s - x)
+            s = total + x
+            back = s - x
+            x = (total - back) + (x - (s - back))
+            total = s
+            carried += x
+        if not elements:
+            return None
+        return plain if math.isnan(total) else total
+
+    return summed
 
 
 def _as_doubles(values: list[Value]) -> list[float]:

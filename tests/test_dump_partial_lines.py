@@ -1,7 +1,9 @@
 """A document step that reads only some top-level fields (``read_fields``) decodes only those of each line of
-a dump folder's JSON file and passes the others through (``dump_folder/partial_lines.py``). Whatever the
-documents, the file it writes must be the one the step writes decoding every document whole: the same
-bytes where the file is in mongopat's own encoding, the same documents in the same field order otherwise."""
+a dump folder's JSON file and passes the others through (``dump_folder/partial_lines.py``); a context (a
+tree's parents, referenced documents) is read decoding only the fields it keeps (``DumpFolder.read_heads``).
+Whatever the documents, the file it writes must be the one the step writes decoding every document whole:
+the same bytes where the file is in mongopat's own encoding, the same documents in the same field order
+otherwise."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from bson import json_util
 
 from mongopat.errors import InputError
 from mongopat.migrate.dump_folder import document_steps
+from mongopat.migrate.dump_folder.files import DumpFolder
 from mongopat.migrate.dump_folder.runner import DumpRunner
 from mongopat.migrate.operations import OPERATIONS, transform
 from mongopat.migrate.runner import RunOptions
@@ -33,6 +36,8 @@ def _migrate(tmp_path: Path, body: bytes, spec: dict[str, Any], whole: bool, mon
     with monkeypatch.context() as patch:
         if whole:
             patch.setattr(type(OPERATIONS[spec["step"]]), "read_fields", lambda self, step: None)
+            # A context (the tree's parents, the referenced documents) read from documents decoded whole.
+            patch.setattr(DumpFolder, "read_heads", lambda self, name, heads: self.read(name))
         DumpRunner(data, load_folder(migrations), RunOptions(batch_size=50, lock_timeout=0.3)).up()
     # The collection and those the step wrote beside it.
     return {path.name: path.read_bytes() for path in sorted(data.glob("orders*.json"))}

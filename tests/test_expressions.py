@@ -10,7 +10,7 @@ import bson
 import pytest
 from bson import Decimal128, Int64
 
-from mongopat.expressions import _arith, _as_doubles, aggregation, evaluate, parse, strip_prefix
+from mongopat.expressions import Expression, _arith, _as_doubles, aggregation, evaluate, parse, strip_prefix
 from tests.support.mongod import COMPENSATED_SUMS
 
 
@@ -62,6 +62,8 @@ def test_folds_skip_what_is_no_number_and_type_their_result():
     lines = [{"p": 2}, {"p": "x"}, {"p": None}, {}, 7, {"p": Int64(3)}]
     assert typed(value("sum(lines.p)", {"lines": lines})) == typed(Int64(5))
     assert typed(value("sum(lines.p)", {"lines": [{"p": 2**31 - 1}, {"p": 1}]})) == typed(Int64(2**31))
+    assert typed(value("sum(lines.p)", {"lines": [{"p": 3}, {"p": -7}]})) == typed(-4)
+    assert typed(value("sum(lines.p)", {"lines": [{"p": -(2**31)}, {"p": -1}]})) == typed(Int64(-(2**31) - 1))
     assert typed(value("sum(lines.p)", {"lines": [{"p": "x"}]})) == typed(0)
     assert value("avg(lines.p)", {"lines": [{"p": "x"}]}) is None
     assert typed(value("avg(lines.p)", {"lines": [{"p": 1}, {"p": 2}]})) == typed(1.5)
@@ -156,6 +158,44 @@ def test_the_compiled_expression_gives_what_walking_its_tree_gives(text):
                 assert typed(program(scope)) == typed(_arith(body, scope)) or repr(program(scope)) == repr(
                     _arith(body, scope)
                 )
+
+
+# Arrays the one-loop sum (Expression.element_sum) takes, and each way it hands one back to the general path.
+PAIR_VALUES = [2.5, 0.1, 0.2, 0.3, -0.0, 12.99, 1e308, -1e308, 3, 0, -7]
+PAIR_EDGES = [None, float("nan"), float("inf"), Int64(7), True, Decimal128("1.10"), "x", 2**31 - 1]
+
+
+@pytest.mark.parametrize(
+    "text", ["sum(lines.p * lines.q)", "sum(lines.p + lines.q)", "sum(lines.p - lines.q)", "sum(lines.p)"]
+)
+def test_a_sum_in_one_loop_gives_what_the_general_path_gives(text):
+    """``sum(lines.p)`` has no loop of its own: it is the general path either way (a control)."""
+    expression = parse(text)
+    general = Expression(expression.function, expression.body, expression.text)
+    general.__dict__["element_sum"] = None  # the cached property, switched off: the general path
+    rng = random.Random(text)
+    for _ in range(2000):
+        lines: list[Any] = []
+        for _ in range(rng.randrange(6)):
+            pair = {"p": rng.choice(PAIR_VALUES), "q": rng.choice(PAIR_VALUES)}
+            if rng.random() < 0.03:
+                pair[rng.choice("pq")] = rng.choice(PAIR_EDGES)
+            if rng.random() < 0.01:
+                del pair["q"]
+            lines.append(pair if rng.random() > 0.01 else rng.choice(PAIR_EDGES))
+        document = {"lines": lines}
+        fast = evaluate(expression, document)
+        assert bson.encode({"v": fast}) == bson.encode({"v": evaluate(general, document)}), lines
+    if text != "sum(lines.p)":
+        taken = sum(expression.element_sum(lines) is not None for lines in _pair_arrays(rng))
+        assert taken > 500  # the loop took a good share of the arrays, the general path the rest
+
+
+def _pair_arrays(rng: random.Random) -> list[list[Any]]:
+    return [
+        [{"p": rng.choice(PAIR_VALUES), "q": rng.choice(PAIR_VALUES)} for _ in range(rng.randrange(6))]
+        for _ in range(2000)
+    ]
 
 
 def test_sum_adds_a_long_as_two_doubles_that_hold_it_and_doubles_as_they_are():

@@ -173,7 +173,7 @@ class Changelog:
     def get(self, migration_id: str) -> ChangelogEntry | None:
         return cast("ChangelogEntry | None", self.collection.find_one({"_id": migration_id}))
 
-    def start(self, migration_id: str, checksum: str, description: str, steps: list[StepState]) -> ChangelogEntry:
+    def start(self, migration_id: str, checksum: str, description: str, steps: list[StepState]) -> None:
         entry = self.get(migration_id)
         if entry is None or entry.get("state") == "rolled_back":
             entry = new_entry(migration_id, checksum, description, steps)
@@ -183,8 +183,6 @@ class Changelog:
                 {"_id": migration_id},
                 {"$set": {"state": "running", "error": None, "host": host_name(), "mongopat_version": __version__}},
             )
-            entry = self.get(migration_id) or entry
-        return entry
 
     def step(self, migration_id: str, index: int, **fields: Any) -> None:
         self.collection.update_one(

@@ -29,6 +29,7 @@ from mongopat.migrate.contracts import (
 )
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
+from mongopat.migrate.transform_api import Context, Document
 from mongopat.predictions import Difference, Figures, differences
 
 # Passes over the documents still in the old shape after a step's scan.
@@ -134,7 +135,7 @@ class KindRunner:
         """Documents the step would still migrate, or None for a kind without any (collection steps)."""
         return None
 
-    def sample_context(self, step: Step, samples: list[Any]) -> Any:
+    def sample_context(self, step: Step, samples: list[Document]) -> Context | None:
         """The context a dry run's examples are transformed with, or None for a kind without examples."""
         return None
 
@@ -524,7 +525,7 @@ class RunnerBase:
             rows.append(row)
         return {"id": migration.id, "state": "dry-run", "steps": rows}
 
-    def _first_documents(self, collection: str, size: int) -> list[Any]:
+    def _first_documents(self, collection: str, size: int) -> list[Document]:
         """A collection's first documents (in ``_id`` order on a server, in file order in a dump folder)."""
         raise NotImplementedError
 

@@ -169,7 +169,7 @@ class DocumentFiles(FileRewrites):
         operation = OPERATIONS[run.step.name]
         return sum(1 for doc in self.files.read(run.step.collection) if operation.is_pending(doc, run.step))
 
-    def sample_context(self, step: Step, samples: list[Any]) -> Context | None:
+    def sample_context(self, step: Step, samples: list[Document]) -> Context | None:
         return self.runner.context(step) if samples else None
 
 

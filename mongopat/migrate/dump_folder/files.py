@@ -23,6 +23,7 @@ from mongopat.errors import InputError
 from mongopat.migrate.bookkeeping import LeaseLock, LockLost, host_name, new_entry, utcnow
 from mongopat.migrate.contracts import ChangelogEntry, StepState
 from mongopat.migrate.dump_folder.catalog import write_durably
+from mongopat.migrate.dump_folder.partial_lines import partial_versions
 from mongopat.migrate.transform_api import Document
 from mongopat.sources.dump import (
     BSON_SUFFIXES,
@@ -239,6 +240,16 @@ class DumpFolder:
                 return iter(())
             return (m for bucket in decoded_documents(buckets) for m in unpack(bucket, options).measurements)
         return decoded_documents(path)
+
+    def read_heads(self, name: str, heads: frozenset[str]) -> Iterator[Document]:
+        """The documents of a collection, each holding at least its top-level fields ``heads`` (those it
+        has), decoded: of a mongoexport file, only those are decoded (``partial_lines.py``), which is most
+        of the time of reading a file whole for a few fields of each document (a context's parent map, its
+        referenced fields)."""
+        path = self.file_of(name)
+        if path is None or not path.name.endswith(JSON_SUFFIXES):
+            return self.read(name)
+        return (version.document for version, _parsed in partial_versions(path, heads))
 
     def count(self, name: str) -> int:
         path = self.file_of(name)

@@ -126,7 +126,8 @@ class DumpRunner(RunnerBase):
         """The folder's documents of ``collection`` (:class:`~mongopat.migrate.transform_api.ContextSource`;
         the context of every document asks for all of them)."""
         wanted = None if values is None else {hashable_key(v) for v in values}
-        for document in self.files.read(collection):
+        heads = frozenset(name.split(".", 1)[0] for name in ("_id", *fields, *([field] if field else [])))
+        for document in self.files.read_heads(collection, heads):
             if wanted is not None and field is not None and hashable_key(get_path(document, field)) not in wanted:
                 continue
             # As a server's projection: only what the context keeps, not whole documents in memory.
@@ -158,7 +159,7 @@ class DumpRunner(RunnerBase):
 
     # -- dry run ---------------------------------------------------------------------------------
 
-    def _first_documents(self, collection: str, size: int) -> list[Any]:
+    def _first_documents(self, collection: str, size: int) -> list[Document]:
         samples: list[Any] = []
         for doc in self.files.read(collection):
             if len(samples) == size:

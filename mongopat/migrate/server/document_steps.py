@@ -424,7 +424,7 @@ class DocumentSteps(InServerSteps):
 
     # -- samples -----------------------------------------------------------------------------------
 
-    def sample_context(self, step: Step, samples: list[Any]) -> Context | None:
+    def sample_context(self, step: Step, samples: list[Document]) -> Context | None:
         return OPERATIONS[step.name].context(step, samples, DatabaseDocuments(self.db, {})) if samples else None
 
     def transformed_sample(self, step: Step, size: int) -> list[Document]:

@@ -301,7 +301,7 @@ class Runner(RunnerBase):
         """A random sample of a document step's collection as the step would leave it (nothing is written)."""
         return self.kind(step).transformed_sample(step, size)
 
-    def _first_documents(self, collection: str, size: int) -> list[Any]:
+    def _first_documents(self, collection: str, size: int) -> list[Document]:
         found = self.raw_collection(collection).find({}, limit=size, sort=[("_id", 1)])
         return [bson.decode(raw_bytes(d)) for d in found]
 
