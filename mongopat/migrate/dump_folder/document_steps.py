@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mongopat.errors import OperationFailed
 from mongopat.migrate.contracts import StepRun
@@ -24,6 +24,9 @@ from mongopat.migrate.runner import StepOutcome, count
 from mongopat.migrate.steps import Step
 from mongopat.migrate.transform_api import Context, Document
 from mongopat.sources.dump import JSON_SUFFIXES, FilePart, partition_file
+
+if TYPE_CHECKING:
+    from mongopat.migrate.dump_folder.runner import DumpRunner
 
 # Documents a dump folder hands the step at a time. Nothing is sent anywhere, so a batch buys nothing, and a
 # small one keeps the documents being worked on in the CPU's caches: parsing 20,000 weather documents
@@ -181,7 +184,7 @@ class FileDocuments:
 
     def __init__(
         self,
-        runner: Any,
+        runner: DumpRunner,
         step: Step,
         writer: Callable[[str], DocumentWriter],
         undecoded: dict[int, dict[str, Any]],

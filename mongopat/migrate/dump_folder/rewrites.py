@@ -20,7 +20,7 @@ from mongopat.errors import InputError
 from mongopat.migrate.catalog import index_name
 from mongopat.migrate.contracts import StepRun
 from mongopat.migrate.dump_folder.file_parts import MIN_PARALLEL_BYTES, over_parts, run_parallel
-from mongopat.migrate.dump_folder.files import DocumentWriter, backup_name, count_records, plain_documents
+from mongopat.migrate.dump_folder.files import DocumentWriter, DumpFolder, backup_name, count_records, plain_documents
 from mongopat.migrate.operations import STEP_OPERATIONS
 from mongopat.migrate.operations.base import WrittenFiles
 from mongopat.migrate.runner import KindRunner
@@ -42,7 +42,7 @@ class DumpSteps(KindRunner):
         return self.runner.folder
 
     @property
-    def files(self) -> Any:
+    def files(self) -> DumpFolder:
         return self.runner.files
 
 
