@@ -83,15 +83,20 @@ class Expression:
         return _compiled(self.body)
 
     @functools.cached_property
+    def element_body(self) -> Any:
+        """The body as read on an element of the array the function folds over (the array's name taken off)."""
+        return strip_prefix(self.body, self.array_prefix() or "")
+
+    @functools.cached_property
     def element_program(self) -> Program:
         """The body as a function of an element of the array the function folds over."""
-        return _compiled(strip_prefix(self.body, self.array_prefix() or ""))
+        return _compiled(self.element_body)
 
     @functools.cached_property
     def element_sum(self) -> Callable[[list[Any]], float | None] | None:
         """``sum`` over an array whose elements' body is two of their fields combined (``price * qty``),
         as one loop (:func:`_summed_pairs`); None for any other expression."""
-        body = strip_prefix(self.body, self.array_prefix() or "")
+        body = self.element_body
         if self.function != "sum" or self.array_prefix() is None or type(body) is not BinaryOp:
             return None
         double = _DOUBLE_OPERATIONS.get(body.op)

@@ -33,7 +33,7 @@ from mongopat.migrate.runner import KindRunner, RunnerBase, RunOptions
 from mongopat.migrate.script import Migration
 from mongopat.migrate.steps import Step
 from mongopat.migrate.throttling import Throttle
-from mongopat.migrate.transform_api import Context, Document, get_path, has_path, hashable_key, set_path
+from mongopat.migrate.transform_api import Context, Document, get_path, has_path, hashable_key, heads, set_path
 from mongopat.predictions import Figures, figures
 from mongopat.sources.dump import BSON_SUFFIXES, JSON_SUFFIXES, resolve_dump_folder
 
@@ -126,8 +126,8 @@ class DumpRunner(RunnerBase):
         """The folder's documents of ``collection`` (:class:`~mongopat.migrate.transform_api.ContextSource`;
         the context of every document asks for all of them)."""
         wanted = None if values is None else {hashable_key(v) for v in values}
-        heads = frozenset(name.split(".", 1)[0] for name in ("_id", *fields, *([field] if field else [])))
-        for document in self.files.read_heads(collection, heads):
+        kept_heads = heads("_id", *fields, *([field] if field else []))
+        for document in self.files.read_heads(collection, kept_heads):
             if wanted is not None and field is not None and hashable_key(get_path(document, field)) not in wanted:
                 continue
             # As a server's projection: only what the context keeps, not whole documents in memory.

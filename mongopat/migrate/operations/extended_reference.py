@@ -238,7 +238,7 @@ class Operation(AddsFields):
             {"$match": {"d": {"$exists": True}}},
         ]
         foreign = p["foreign"]
-        if "." not in foreign and not any(name.split(".")[0] == foreign for name in p["fields"]):
+        if "." not in foreign and foreign not in heads(*p["fields"]):
             stages.append({"$unset": f"d.{foreign}"})  # the key itself, read to compare: it travels as _id
         return stages
 
